@@ -1,0 +1,153 @@
+//! The command line: parses arguments, sets up logging, runs a command, and
+//! maps every failure to one line on stderr and an exit code (64 for bad
+//! configuration, so systemd's `RestartPreventExitStatus=64` holds).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{Config, ConfigError, LogFormat};
+use crate::store::Store;
+use crate::{App, Options};
+
+/// `EX_USAGE`: the configuration is wrong; restarting will not help.
+const EXIT_CONFIG: u8 = 64;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "pointhook",
+    version,
+    about = "Receives payment notifications, stores them durably and decides once"
+)]
+struct Cli {
+    /// Log format (overrides [log] format).
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<LogFormat>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Receive notifications (and run the worker unless [worker] enabled = false).
+    Serve(ConfigArg),
+    /// Validate a configuration and print what is in effect, secrets masked.
+    CheckConfig(ConfigArg),
+    /// Apply the database migrations and exit.
+    Migrate(ConfigArg),
+}
+
+#[derive(Debug, clap::Args)]
+struct ConfigArg {
+    /// The TOML configuration file.
+    #[arg(long, short, env = "POINTHOOK_CONFIG")]
+    config: PathBuf,
+}
+
+/// Why a command failed, which decides the exit code.
+enum Failure {
+    Config(ConfigError),
+    Runtime(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Runtime(e)
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Serve(arg) => serve(&arg.config, cli.log_format),
+        Command::CheckConfig(arg) => check_config(&arg.config),
+        Command::Migrate(arg) => migrate(&arg.config),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Config(e)) => {
+            eprintln!("pointhook: configuration error: {e}");
+            ExitCode::from(EXIT_CONFIG)
+        }
+        Err(Failure::Runtime(e)) => {
+            eprintln!("pointhook: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load(path: &Path) -> Result<Config, Failure> {
+    Config::load(path).map_err(Failure::Config)
+}
+
+fn check_config(path: &Path) -> Result<(), Failure> {
+    let config = load(path)?;
+    print!("{}", config.to_masked_toml());
+    Ok(())
+}
+
+fn migrate(path: &Path) -> Result<(), Failure> {
+    let config = load(path)?;
+    let version = Store::migrate(&config.storage.path)
+        .with_context(|| format!("cannot migrate {}", config.storage.path.display()))?;
+    println!(
+        "{}: schema version {version}",
+        config.storage.path.display()
+    );
+    Ok(())
+}
+
+fn serve(path: &Path, log_format: Option<LogFormat>) -> Result<(), Failure> {
+    let config = load(path)?;
+    init_tracing(log_format.unwrap_or(config.log.format), &config.log.level);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(config.server.listen)
+            .await
+            .with_context(|| {
+                format!("cannot listen on {} (server.listen)", config.server.listen)
+            })?;
+        let app = App::new(config, listener, Options::default()).await?;
+        let shutdown = CancellationToken::new();
+        tokio::spawn(cancel_on_signal(shutdown.clone()));
+        app.run(shutdown).await
+    })?;
+    Ok(())
+}
+
+/// SIGTERM or SIGINT starts the one shutdown path.
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers; stop with SIGKILL");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    shutdown.cancel();
+}
+
+fn init_tracing(format: LogFormat, level: &str) {
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(level))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}

@@ -1,0 +1,28 @@
+//! The one source of "now" for code whose behaviour depends on time, so
+//! tests can fix it (signature tolerance, timestamps).
+
+use std::time::SystemTime;
+
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> SystemTime;
+}
+
+/// The operating system's clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+/// A clock stopped at one instant.
+#[derive(Debug, Clone, Copy)]
+pub struct FixedClock(pub SystemTime);
+
+impl Clock for FixedClock {
+    fn now(&self) -> SystemTime {
+        self.0
+    }
+}

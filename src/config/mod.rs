@@ -1,0 +1,448 @@
+//! Configuration: one serde struct per TOML section, loaded from a file,
+//! overridden by `POINTHOOK_…` environment variables, then validated as a
+//! whole before anything binds a port. `sample-config.toml` documents every
+//! key; a test keeps it parsing.
+
+mod env;
+mod secret;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+pub use secret::Secret;
+
+/// Everything wrong with a configuration, as one line naming the key.
+#[derive(Debug, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct ConfigError {
+    pub key: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: ServerConfig,
+    pub storage: StorageConfig,
+    pub api: ApiConfig,
+    pub accounts: Vec<AccountConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fulfillment: Option<FulfillmentConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<AdminConfig>,
+    #[serde(default)]
+    pub worker: WorkerConfig,
+    #[serde(default)]
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub path: String,
+    pub max_body_bytes: usize,
+    /// Requests per second per remote address; 0 turns the limit off.
+    pub rate_limit_per_ip: u32,
+    /// How long a client may take to send its headers, and then its body.
+    pub read_timeout_secs: u64,
+    pub max_connections: usize,
+    /// How long in-flight requests may take to finish on shutdown.
+    pub drain_timeout_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            path: "/notifications".into(),
+            max_body_bytes: 65_536,
+            rate_limit_per_ip: 0,
+            read_timeout_secs: 10,
+            max_connections: 1024,
+            drain_timeout_secs: 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiConfig {
+    pub base_url: Url,
+    #[serde(default = "defaults::api_timeout_secs")]
+    pub timeout_secs: u64,
+    #[serde(default = "defaults::api_requests_per_second")]
+    pub requests_per_second: u32,
+    #[serde(default = "defaults::payment_intent_path")]
+    pub payment_intent_path: String,
+    #[serde(default = "defaults::payment_cancel_path")]
+    pub payment_cancel_path: String,
+    #[serde(default = "defaults::payment_refund_path")]
+    pub payment_refund_path: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountConfig {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_token: Option<Secret>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_token_file: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_secret: Option<Secret>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_secret_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FulfillmentConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<Url>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Secret>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_file: Option<PathBuf>,
+    #[serde(default = "defaults::fulfillment_timeout_secs")]
+    pub timeout_secs: u64,
+    /// After this long without a 2xx an event is given up (dead).
+    #[serde(default = "defaults::fulfillment_give_up_hours")]
+    pub give_up_after_hours: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    #[serde(default = "defaults::admin_listen")]
+    pub listen: SocketAddr,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkerConfig {
+    pub enabled: bool,
+    pub concurrency: usize,
+    pub max_attempts: u32,
+    pub lease_secs: u64,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            enabled: true,
+            concurrency: 8,
+            max_attempts: 12,
+            lease_secs: 30,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// A `tracing` filter, e.g. `info` or `pointhook=debug`; `RUST_LOG` wins.
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            format: LogFormat::Text,
+            level: "info".into(),
+        }
+    }
+}
+
+mod defaults {
+    use std::net::SocketAddr;
+
+    pub fn api_timeout_secs() -> u64 {
+        10
+    }
+    pub fn api_requests_per_second() -> u32 {
+        20
+    }
+    pub fn payment_intent_path() -> String {
+        "/point/integration-api/payment-intents/{id}".into()
+    }
+    pub fn payment_cancel_path() -> String {
+        "/v1/payments/{id}".into()
+    }
+    pub fn payment_refund_path() -> String {
+        "/v1/payments/{id}/refunds".into()
+    }
+    pub fn fulfillment_timeout_secs() -> u64 {
+        10
+    }
+    pub fn fulfillment_give_up_hours() -> u64 {
+        72
+    }
+    pub fn admin_listen() -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], 8081))
+    }
+}
+
+/// An account with its secrets read in.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub name: String,
+    pub access_token: Secret,
+    pub webhook_secret: Option<Secret>,
+}
+
+impl Config {
+    /// Reads, overrides from the environment and validates `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::new("--config", format!("cannot read {}: {e}", path.display()))
+        })?;
+        Self::from_toml(&text, std::env::vars())
+    }
+
+    /// Parses TOML text with the given `POINTHOOK_…` overrides applied.
+    pub fn from_toml(
+        text: &str,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let mut table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::new("config", one_line(&e.to_string())))?;
+        env::apply_overrides(&mut table, vars)?;
+        let config: Config =
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+                let key = e.path().to_string();
+                let message = one_line(&e.inner().to_string());
+                ConfigError::new(if key == "." { "config".into() } else { key }, message)
+            })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let s = &self.server;
+        if !s.path.starts_with('/') {
+            return Err(ConfigError::new("server.path", "must start with '/'"));
+        }
+        if s.max_body_bytes == 0 {
+            return Err(ConfigError::new(
+                "server.max_body_bytes",
+                "must be at least 1",
+            ));
+        }
+        if s.read_timeout_secs == 0 {
+            return Err(ConfigError::new(
+                "server.read_timeout_secs",
+                "must be at least 1",
+            ));
+        }
+        if s.max_connections == 0 {
+            return Err(ConfigError::new(
+                "server.max_connections",
+                "must be at least 1",
+            ));
+        }
+        if self.storage.path.as_os_str().is_empty() {
+            return Err(ConfigError::new("storage.path", "must not be empty"));
+        }
+        if !matches!(self.api.base_url.scheme(), "http" | "https") {
+            return Err(ConfigError::new(
+                "api.base_url",
+                "must be an http or https URL",
+            ));
+        }
+        if self.api.requests_per_second == 0 {
+            return Err(ConfigError::new(
+                "api.requests_per_second",
+                "must be at least 1",
+            ));
+        }
+        for (key, path) in [
+            ("api.payment_intent_path", &self.api.payment_intent_path),
+            ("api.payment_cancel_path", &self.api.payment_cancel_path),
+            ("api.payment_refund_path", &self.api.payment_refund_path),
+        ] {
+            if !path.starts_with('/') || !path.contains("{id}") {
+                return Err(ConfigError::new(
+                    key,
+                    "must start with '/' and contain {id}",
+                ));
+            }
+        }
+        if self.accounts.is_empty() {
+            return Err(ConfigError::new(
+                "accounts",
+                "at least one [[accounts]] entry is required",
+            ));
+        }
+        for (i, a) in self.accounts.iter().enumerate() {
+            if a.name.is_empty() {
+                return Err(ConfigError::new(
+                    format!("accounts[{i}].name"),
+                    "must not be empty",
+                ));
+            }
+            if self.accounts[..i].iter().any(|b| b.name == a.name) {
+                return Err(ConfigError::new(
+                    format!("accounts[{i}].name"),
+                    format!("account {:?} is defined twice", a.name),
+                ));
+            }
+        }
+        if self.worker.concurrency == 0 {
+            return Err(ConfigError::new("worker.concurrency", "must be at least 1"));
+        }
+        if self.worker.max_attempts == 0 {
+            return Err(ConfigError::new(
+                "worker.max_attempts",
+                "must be at least 1",
+            ));
+        }
+        if self.worker.lease_secs < 2 {
+            return Err(ConfigError::new("worker.lease_secs", "must be at least 2"));
+        }
+        if let Some(admin) = &self.admin
+            && admin.token.is_none()
+            && admin.token_file.is_none()
+        {
+            return Err(ConfigError::new(
+                "admin.token",
+                "required when [admin] is present",
+            ));
+        }
+        // Secrets must be readable now, not at the first request.
+        self.resolve_accounts()?;
+        self.admin_token()?;
+        self.fulfillment_secret()?;
+        Ok(())
+    }
+
+    /// The accounts with their tokens and secrets read from files where given.
+    pub fn resolve_accounts(&self) -> Result<Vec<Account>, ConfigError> {
+        self.accounts
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let key = |k: &str| format!("accounts[{i}].{k}");
+                let access_token = pick_secret(
+                    &key("access_token"),
+                    a.access_token.as_ref(),
+                    a.access_token_file.as_deref(),
+                )?
+                .ok_or_else(|| {
+                    ConfigError::new(key("access_token"), "required (or access_token_file)")
+                })?;
+                let webhook_secret = pick_secret(
+                    &key("webhook_secret"),
+                    a.webhook_secret.as_ref(),
+                    a.webhook_secret_file.as_deref(),
+                )?;
+                Ok(Account {
+                    name: a.name.clone(),
+                    access_token,
+                    webhook_secret,
+                })
+            })
+            .collect()
+    }
+
+    pub fn admin_token(&self) -> Result<Option<Secret>, ConfigError> {
+        match &self.admin {
+            None => Ok(None),
+            Some(a) => pick_secret("admin.token", a.token.as_ref(), a.token_file.as_deref()),
+        }
+    }
+
+    pub fn fulfillment_secret(&self) -> Result<Option<Secret>, ConfigError> {
+        match &self.fulfillment {
+            None => Ok(None),
+            Some(f) => pick_secret(
+                "fulfillment.secret",
+                f.secret.as_ref(),
+                f.secret_file.as_deref(),
+            ),
+        }
+    }
+
+    /// The configuration as TOML with every secret masked.
+    pub fn to_masked_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot print: {e}\n"))
+    }
+}
+
+/// One of `value` or `file` (read, trimmed); a relative `file` is looked up
+/// in `$CREDENTIALS_DIRECTORY`, where systemd's `LoadCredential=` puts it.
+fn pick_secret(
+    key: &str,
+    value: Option<&Secret>,
+    file: Option<&Path>,
+) -> Result<Option<Secret>, ConfigError> {
+    match (value, file) {
+        (Some(_), Some(_)) => Err(ConfigError::new(
+            key,
+            format!("set either {key} or {key}_file, not both"),
+        )),
+        (Some(v), None) if v.is_empty() => Err(ConfigError::new(key, "must not be empty")),
+        (Some(v), None) => Ok(Some(v.clone())),
+        (None, Some(path)) => {
+            let full = match std::env::var_os("CREDENTIALS_DIRECTORY") {
+                Some(dir) if path.is_relative() => Path::new(&dir).join(path),
+                _ => path.to_path_buf(),
+            };
+            let text = std::fs::read_to_string(&full).map_err(|e| {
+                ConfigError::new(
+                    format!("{key}_file"),
+                    format!("cannot read {}: {e}", full.display()),
+                )
+            })?;
+            let text = text.trim();
+            if text.is_empty() {
+                return Err(ConfigError::new(
+                    format!("{key}_file"),
+                    format!("{} is empty", full.display()),
+                ));
+            }
+            Ok(Some(Secret::new(text)))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,203 @@
+use super::*;
+
+const MINIMAL: &str = r#"
+[storage]
+path = "x.db"
+[api]
+base_url = "http://127.0.0.1:1"
+[[accounts]]
+name = "default"
+access_token = "tok"
+"#;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::from_toml(text, Vec::<(String, String)>::new())
+}
+
+fn parse_env(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    Config::from_toml(
+        text,
+        vars.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+    )
+}
+
+#[test]
+fn sample_config_parses() {
+    let text = include_str!("../../sample-config.toml");
+    let config = parse(text).expect("sample-config.toml must parse");
+    assert_eq!(config.server.path, "/notifications");
+    assert_eq!(config.server.max_body_bytes, 65_536);
+    assert_eq!(config.worker.max_attempts, 12);
+    assert_eq!(config.accounts[0].name, "default");
+}
+
+#[test]
+fn sample_config_values_are_the_defaults() {
+    let sample = parse(include_str!("../../sample-config.toml")).unwrap();
+    let minimal = parse(MINIMAL).unwrap();
+    assert_eq!(
+        toml::to_string(&sample.server).unwrap(),
+        toml::to_string(&minimal.server).unwrap()
+    );
+    assert_eq!(
+        toml::to_string(&sample.worker).unwrap(),
+        toml::to_string(&minimal.worker).unwrap()
+    );
+    assert_eq!(sample.api.timeout_secs, minimal.api.timeout_secs);
+    assert_eq!(
+        sample.api.payment_intent_path,
+        minimal.api.payment_intent_path
+    );
+}
+
+#[test]
+fn minimal_config_needs_only_the_required_keys() {
+    let c = parse(MINIMAL).unwrap();
+    assert!(c.worker.enabled);
+    assert!(c.admin.is_none());
+    assert!(c.fulfillment.is_none());
+}
+
+#[test]
+fn every_section_is_accepted() {
+    let text = format!(
+        "{MINIMAL}
+[fulfillment]
+url = \"http://127.0.0.1:9000/events\"
+secret = \"whsec_abc\"
+[admin]
+listen = \"127.0.0.1:0\"
+token = \"t\"
+[worker]
+enabled = false
+"
+    );
+    let c = parse(&text).unwrap();
+    assert!(!c.worker.enabled);
+    assert!(c.admin.is_some());
+}
+
+#[test]
+fn missing_required_keys_are_named() {
+    let e = parse("[api]\nbase_url = \"http://x\"\n[[accounts]]\nname=\"a\"\naccess_token=\"t\"")
+        .unwrap_err();
+    assert!(e.to_string().contains("storage"), "{e}");
+    let e =
+        parse("[storage]\npath=\"x\"\n[[accounts]]\nname=\"a\"\naccess_token=\"t\"").unwrap_err();
+    assert!(e.to_string().contains("api"), "{e}");
+    let e = parse("[storage]\npath=\"x\"\n[api]\nbase_url=\"http://x\"\n").unwrap_err();
+    assert!(e.to_string().contains("accounts"), "{e}");
+    let e = parse(&MINIMAL.replace("access_token = \"tok\"", "")).unwrap_err();
+    assert_eq!(e.key, "accounts[0].access_token");
+}
+
+#[test]
+fn unknown_fields_are_named() {
+    let e = parse(&format!("{MINIMAL}\n[server]\nlisten_addr = \"x\"\n")).unwrap_err();
+    assert_eq!(e.key, "server.listen_addr");
+}
+
+#[test]
+fn bad_values_are_named() {
+    let e = parse(&format!(
+        "{MINIMAL}\n[server]\nlisten = \"not an address\"\n"
+    ))
+    .unwrap_err();
+    assert_eq!(e.key, "server.listen");
+    let e = parse(&MINIMAL.replace("http://127.0.0.1:1", "ftp://x")).unwrap_err();
+    assert_eq!(e.key, "api.base_url");
+    let e = parse(&MINIMAL.replace("http://127.0.0.1:1", "no url")).unwrap_err();
+    assert_eq!(e.key, "api.base_url");
+    let e = parse(&format!("{MINIMAL}\n[server]\npath = \"n\"\n")).unwrap_err();
+    assert_eq!(e.key, "server.path");
+    let e = parse(&format!("{MINIMAL}\n[admin]\nlisten = \"127.0.0.1:1\"\n")).unwrap_err();
+    assert_eq!(e.key, "admin.token");
+    let e = parse("not toml [").unwrap_err();
+    assert_eq!(e.key, "config");
+}
+
+#[test]
+fn duplicate_account_names_are_refused() {
+    let text = format!("{MINIMAL}\n[[accounts]]\nname = \"default\"\naccess_token = \"t2\"\n");
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.key, "accounts[1].name");
+}
+
+#[test]
+fn env_overrides_apply_and_are_checked() {
+    let c = parse_env(
+        MINIMAL,
+        &[
+            ("POINTHOOK_SERVER_MAX_BODY_BYTES", "1024"),
+            ("POINTHOOK_SERVER_LISTEN", "127.0.0.1:9999"),
+            ("POINTHOOK_WORKER_ENABLED", "false"),
+            ("POINTHOOK_ACCOUNTS_0_ACCESS_TOKEN", "12345"),
+            ("POINTHOOK_API_BASE_URL", "http://127.0.0.1:2"),
+            ("POINTHOOK_ACCESS_TOKEN", "client commands only"),
+            ("HOME", "/root"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.server.max_body_bytes, 1024);
+    assert_eq!(c.server.listen.port(), 9999);
+    assert!(!c.worker.enabled);
+    assert_eq!(
+        c.accounts[0].access_token.as_ref().unwrap().expose(),
+        "12345"
+    );
+    assert_eq!(c.api.base_url.as_str(), "http://127.0.0.1:2/");
+
+    let e = parse_env(MINIMAL, &[("POINTHOOK_SERVER_NOPE", "1")]).unwrap_err();
+    assert_eq!(e.key, "server.nope");
+    let e = parse_env(MINIMAL, &[("POINTHOOK_ACCOUNTS_5_NAME", "x")]).unwrap_err();
+    assert!(e.key.contains("POINTHOOK_ACCOUNTS_5_NAME"), "{e}");
+}
+
+#[test]
+fn env_can_add_an_account() {
+    let c = parse_env(
+        MINIMAL,
+        &[
+            ("POINTHOOK_ACCOUNTS_1_NAME", "shop-2"),
+            ("POINTHOOK_ACCOUNTS_1_ACCESS_TOKEN", "t2"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.accounts[1].name, "shop-2");
+}
+
+#[test]
+fn secrets_are_masked_when_printed() {
+    let text = MINIMAL.replace("\"tok\"", "\"very-secret-token\"");
+    let c = parse(&text).unwrap();
+    let printed = c.to_masked_toml();
+    assert!(!printed.contains("very-secret-token"), "{printed}");
+    assert!(printed.contains("***"), "{printed}");
+}
+
+#[test]
+fn secrets_are_read_from_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "from-file\n").unwrap();
+    let text = MINIMAL.replace(
+        "access_token = \"tok\"",
+        &format!("access_token_file = {:?}", file.display().to_string()),
+    );
+    let c = parse(&text).unwrap();
+    let accounts = c.resolve_accounts().unwrap();
+    assert_eq!(accounts[0].access_token.expose(), "from-file");
+
+    let missing = MINIMAL.replace(
+        "access_token = \"tok\"",
+        "access_token_file = \"/nonexistent/token\"",
+    );
+    let e = parse(&missing).unwrap_err();
+    assert_eq!(e.key, "accounts[0].access_token_file");
+
+    let both = MINIMAL.replace(
+        "access_token = \"tok\"",
+        "access_token = \"a\"\naccess_token_file = \"/x\"",
+    );
+    assert_eq!(parse(&both).unwrap_err().key, "accounts[0].access_token");
+}

@@ -1,0 +1,280 @@
+//! The notification endpoint: read the body (bounded in size and time),
+//! pick the account, classify, check the signature, persist, and only then
+//! answer 200 (DESIGN sections 1 and 2).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, StatusCode, header};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+
+use super::classify::{Classified, ClassifyError, Query, classify};
+use super::response::{self, Body};
+use super::verify::{self, SignedParts};
+use crate::clock::Clock;
+use crate::config::Account;
+use crate::domain::{Kind, SignatureStatus};
+use crate::store::{self, NewDelivery, NewJob, Store};
+
+/// The headers kept with each delivery.
+const KEPT_HEADERS: &[&str] = &[
+    "content-type",
+    "user-agent",
+    "x-request-id",
+    "x-signature",
+    "x-forwarded-for",
+];
+
+/// What the endpoint needs; built once at start-up.
+pub struct Ingest {
+    pub store: Store,
+    pub accounts: Accounts,
+    pub max_body_bytes: usize,
+    pub read_timeout: Duration,
+    pub signature_tolerance: Duration,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The configured accounts, and which one a request without `customer` gets.
+pub struct Accounts {
+    list: Vec<Account>,
+    default: Option<usize>,
+}
+
+impl Accounts {
+    pub fn new(list: Vec<Account>) -> Accounts {
+        let default = list
+            .iter()
+            .position(|a| a.name == "default")
+            .or((list.len() == 1).then_some(0));
+        Accounts { list, default }
+    }
+
+    pub fn select(&self, customer: Option<&str>) -> Result<&Account, String> {
+        match customer {
+            Some(name) => self
+                .list
+                .iter()
+                .find(|a| a.name == name)
+                .ok_or_else(|| format!("no account named {name:?} (query parameter customer)")),
+            None => self
+                .default
+                .map(|i| &self.list[i])
+                .ok_or_else(|| "no customer given and no account named \"default\"".to_string()),
+        }
+    }
+}
+
+/// A request the endpoint refuses, with the status that says why.
+struct Refusal {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Refusal {
+        Refusal {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ClassifyError> for Refusal {
+    fn from(e: ClassifyError) -> Refusal {
+        Refusal::new(StatusCode::BAD_REQUEST, e.code(), e.to_string())
+    }
+}
+
+impl Ingest {
+    pub async fn handle(&self, req: Request<Incoming>, peer: SocketAddr) -> hyper::Response<Body> {
+        let started = Instant::now();
+        match self.accept(req, peer).await {
+            Ok(answer) => {
+                tracing::debug!(
+                    elapsed_us = started.elapsed().as_micros() as u64,
+                    "acknowledged"
+                );
+                answer
+            }
+            Err(r) => {
+                tracing::info!(status = r.status.as_u16(), error = r.code, message = %r.message, %peer, "notification refused");
+                response::error(r.status, r.code, &r.message)
+            }
+        }
+    }
+
+    async fn accept(
+        &self,
+        req: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> Result<hyper::Response<Body>, Refusal> {
+        let received_at = self.clock.now();
+        let raw_query = req.uri().query().unwrap_or("").to_string();
+        let query = Query::parse(&raw_query);
+        let account = self
+            .accounts
+            .select(query.get("customer"))
+            .map_err(|m| Refusal::new(StatusCode::NOT_FOUND, "unknown_account", m))?;
+
+        let (parts, body) = req.into_parts();
+        let body = self.read_body(&parts.headers, body).await?;
+        let classified = classify(&query, &body)?;
+        let signature =
+            self.check_signature(account, &classified, &query, &parts.headers, received_at)?;
+
+        let resource_id = classified.resource_id.as_str();
+        let delivery = NewDelivery {
+            received_at: store::unix_ms(received_at),
+            account: account.name.clone(),
+            kind: classified.kind,
+            fingerprint: store::fingerprint(
+                &account.name,
+                classified.kind,
+                &classified.topic,
+                resource_id,
+                &body,
+            ),
+            topic: classified.topic.clone(),
+            resource_id: resource_id.to_string(),
+            notification_id: classified.notification_id.clone(),
+            source_news: query.get("source_news").map(str::to_string),
+            query: raw_query,
+            headers: kept_headers(&parts.headers),
+            body,
+            remote_addr: peer.to_string(),
+            signature,
+            job: classified.work.as_ref().map(|w| NewJob {
+                key: w.job_key(),
+                kind: w.job_kind(),
+                resource_id: w.resource_id().to_string(),
+                uses_body: w.uses_body(),
+            }),
+        };
+
+        let ingested = self.store.ingest(delivery).await.map_err(|e| {
+            tracing::error!(error = %e, "delivery not stored: answering 503 so the platform sends it again");
+            Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable", "storage is unavailable; send again later")
+        })?;
+
+        let ignored = classified.work.is_none();
+        tracing::info!(
+            delivery_id = ingested.delivery_id,
+            job_id = ingested.job_id,
+            account = %account.name,
+            kind = classified.kind.as_str(),
+            topic = %classified.topic,
+            resource_id = %classified.resource_id,
+            duplicate = ingested.duplicate,
+            ignored,
+            "delivery stored"
+        );
+        let body = format!(
+            r#"{{"status":"accepted","delivery_id":{},"duplicate":{}{}}}"#,
+            ingested.delivery_id,
+            ingested.duplicate,
+            if ignored { r#","ignored":true"# } else { "" }
+        );
+        Ok(response::json(StatusCode::OK, body))
+    }
+
+    async fn read_body(&self, headers: &HeaderMap, body: Incoming) -> Result<Bytes, Refusal> {
+        let too_large = || {
+            Refusal::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("body is larger than {} bytes", self.max_body_bytes),
+            )
+        };
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
+            return Err(too_large());
+        }
+        let collected = tokio::time::timeout(
+            self.read_timeout,
+            Limited::new(body, self.max_body_bytes).collect(),
+        )
+        .await
+        .map_err(|_| {
+            Refusal::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "read_timeout",
+                "the body took too long to arrive",
+            )
+        })?;
+        match collected {
+            Ok(c) => Ok(c.to_bytes()),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+            Err(e) => Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "unreadable_body",
+                format!("cannot read the body: {e}"),
+            )),
+        }
+    }
+
+    /// Webhooks to an account with a `webhook_secret` must be signed; a fraud
+    /// alert that fails is kept as unverified rather than refused, because
+    /// the platform never sends it again.
+    fn check_signature(
+        &self,
+        account: &Account,
+        classified: &Classified,
+        query: &Query,
+        headers: &HeaderMap,
+        now: std::time::SystemTime,
+    ) -> Result<SignatureStatus, Refusal> {
+        let Some(secret) = &account.webhook_secret else {
+            return Ok(SignatureStatus::NotChecked);
+        };
+        if classified.kind == Kind::Ipn {
+            return Ok(SignatureStatus::NotChecked);
+        }
+        let parts = SignedParts {
+            data_id: query.get("data.id"),
+            request_id: headers.get("x-request-id").map(|v| v.as_bytes()),
+            signature: headers.get("x-signature").map(|v| v.as_bytes()),
+        };
+        match verify::verify(
+            secret.expose().as_bytes(),
+            parts,
+            now,
+            self.signature_tolerance,
+        ) {
+            Ok(form) => {
+                tracing::debug!(id_form = ?form, "signature verified");
+                Ok(SignatureStatus::Valid)
+            }
+            Err(e) if classified.is_fraud_alert() => {
+                tracing::warn!(error = %e, account = %account.name, "fraud alert with a bad signature: stored as unverified");
+                Ok(SignatureStatus::Invalid)
+            }
+            Err(e) => Err(Refusal::new(
+                StatusCode::UNAUTHORIZED,
+                "bad_signature",
+                e.to_string(),
+            )),
+        }
+    }
+}
+
+fn kept_headers(headers: &HeaderMap) -> String {
+    let mut map = serde_json::Map::new();
+    for name in KEPT_HEADERS {
+        if let Some(v) = headers.get(*name) {
+            map.insert(
+                (*name).to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned().into(),
+            );
+        }
+    }
+    serde_json::Value::Object(map).to_string()
+}

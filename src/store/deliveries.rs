@@ -1,0 +1,173 @@
+//! Deliveries and the coalesced jobs they feed (DESIGN section 3).
+//!
+//! A delivery is every accepted request, kept byte for byte. Its fingerprint
+//! only marks it `duplicate_of` an earlier one: it never suppresses work,
+//! because a byte-identical IPN is also how the platform says "this resource
+//! was updated". The job for its key is then:
+//! - created pending, when there is none;
+//! - left alone, when it is pending;
+//! - marked to run again, when it is running (the resource may have changed
+//!   after our fetch began);
+//! - made pending again with fresh attempts, when it is done or dead.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+use crate::domain::{JobKind, JobState, Kind, SignatureStatus};
+
+/// A request accepted at the notification endpoint, ready to store.
+#[derive(Debug, Clone)]
+pub struct NewDelivery {
+    pub received_at: i64,
+    pub account: String,
+    pub kind: Kind,
+    pub topic: String,
+    pub resource_id: String,
+    pub notification_id: Option<String>,
+    pub source_news: Option<String>,
+    pub query: String,
+    /// JSON object of the headers we keep.
+    pub headers: String,
+    pub body: bytes::Bytes,
+    pub remote_addr: String,
+    pub fingerprint: [u8; 32],
+    pub signature: SignatureStatus,
+    /// `None`: a topic we do not handle (recorded, no job).
+    pub job: Option<NewJob>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub key: String,
+    pub kind: JobKind,
+    pub resource_id: String,
+    /// The job decides from this delivery's body (fraud alert, intent body).
+    pub uses_body: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ingested {
+    pub delivery_id: i64,
+    pub duplicate: bool,
+    pub job_id: Option<i64>,
+}
+
+/// What makes two deliveries "the same notification": account, kind, topic,
+/// resource and the exact body. Headers are left out on purpose: a retry
+/// carries a new `x-request-id` and signature.
+pub fn fingerprint(
+    account: &str,
+    kind: Kind,
+    topic: &str,
+    resource_id: &str,
+    body: &[u8],
+) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in [
+        account.as_bytes(),
+        kind.as_str().as_bytes(),
+        topic.as_bytes(),
+        resource_id.as_bytes(),
+    ] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    h.update(body);
+    h.finalize().into()
+}
+
+pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ingested> {
+    let duplicate_of: Option<i64> = conn
+        .prepare_cached("SELECT id FROM deliveries WHERE fingerprint = ?1 ORDER BY id LIMIT 1")?
+        .query_row([&d.fingerprint[..]], |r| r.get(0))
+        .optional()?;
+
+    let body: Option<&[u8]> = (!d.body.is_empty()).then_some(&d.body[..]);
+    let delivery_id: i64 = conn
+        .prepare_cached(
+            "INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
+                 notification_id, source_news, query, headers, body, remote_addr,
+                 fingerprint, duplicate_of, signature, job_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+             RETURNING id",
+        )?
+        .query_row(
+            params![
+                d.received_at,
+                d.account,
+                d.kind,
+                d.topic,
+                d.resource_id,
+                d.notification_id,
+                d.source_news,
+                d.query,
+                d.headers,
+                body,
+                d.remote_addr,
+                &d.fingerprint[..],
+                duplicate_of,
+                d.signature,
+                d.job.as_ref().map(|j| &j.key),
+            ],
+            |r| r.get(0),
+        )?;
+
+    let job_id = match &d.job {
+        None => None,
+        Some(job) => Some(upsert_job(conn, d, job, delivery_id)?),
+    };
+    Ok(Ingested {
+        delivery_id,
+        duplicate: duplicate_of.is_some(),
+        job_id,
+    })
+}
+
+fn upsert_job(
+    conn: &Connection,
+    d: &NewDelivery,
+    job: &NewJob,
+    delivery_id: i64,
+) -> rusqlite::Result<i64> {
+    let input = job.uses_body.then_some(delivery_id);
+    let verified = d.signature != SignatureStatus::Invalid;
+    // In DO UPDATE every column names the row as it was before the update.
+    // The input delivery moves to the newest one, except that a delivery
+    // whose signature failed never displaces one that did not.
+    conn.prepare_cached(
+        "INSERT INTO jobs (account, job_key, kind, resource_id, input_delivery_id, state,
+                           run_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?7)
+         ON CONFLICT (account, job_key) DO UPDATE SET
+             rerun = CASE WHEN state = ?8 THEN 1 ELSE rerun END,
+             attempts = CASE WHEN state IN (?9, ?10) THEN 0 ELSE attempts END,
+             run_at = CASE WHEN state IN (?9, ?10) THEN excluded.run_at ELSE run_at END,
+             last_error = CASE WHEN state IN (?9, ?10) THEN NULL ELSE last_error END,
+             input_delivery_id = CASE
+                 WHEN excluded.input_delivery_id IS NULL THEN input_delivery_id
+                 WHEN ?11 OR input_delivery_id IS NULL THEN excluded.input_delivery_id
+                 WHEN (SELECT signature FROM deliveries WHERE id = jobs.input_delivery_id) = ?12
+                     THEN excluded.input_delivery_id
+                 ELSE input_delivery_id END,
+             state = CASE WHEN state IN (?9, ?10) THEN ?6 ELSE state END,
+             updated_at = excluded.updated_at
+         RETURNING id",
+    )?
+    .query_row(
+        params![
+            d.account,
+            job.key,
+            job.kind,
+            job.resource_id,
+            input,
+            JobState::Pending,
+            d.received_at,
+            JobState::Running,
+            JobState::Done,
+            JobState::Dead,
+            verified,
+            SignatureStatus::Invalid,
+        ],
+        |r| r.get(0),
+    )
+}

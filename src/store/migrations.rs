@@ -1,0 +1,113 @@
+//! Append-only schema migrations, tracked with `PRAGMA user_version` and run
+//! in one exclusive transaction. Never edit a released migration: add one.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::StoreError;
+
+/// Migration `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: deliveries and the jobs they feed.
+    r#"
+    CREATE TABLE deliveries (
+        id              INTEGER PRIMARY KEY,
+        received_at     INTEGER NOT NULL,   -- unix milliseconds
+        account         TEXT    NOT NULL,
+        kind            INTEGER NOT NULL,   -- domain::Kind
+        topic           TEXT    NOT NULL,   -- as received
+        resource_id     TEXT    NOT NULL,
+        notification_id TEXT,
+        source_news     TEXT,
+        query           TEXT    NOT NULL,
+        headers         TEXT    NOT NULL,   -- JSON object of the headers we keep
+        body            BLOB,               -- exact bytes; NULL when empty
+        remote_addr     TEXT    NOT NULL,
+        fingerprint     BLOB    NOT NULL,
+        duplicate_of    INTEGER,            -- first delivery with this fingerprint
+        signature       INTEGER NOT NULL,   -- domain::SignatureStatus
+        job_key         TEXT                -- NULL: ignored (a topic we do not handle)
+    ) STRICT;
+    CREATE INDEX deliveries_fingerprint ON deliveries (fingerprint);
+    CREATE INDEX deliveries_received_at ON deliveries (received_at);
+    CREATE INDEX deliveries_job ON deliveries (account, job_key);
+
+    CREATE TABLE jobs (
+        id                INTEGER PRIMARY KEY,
+        account           TEXT    NOT NULL,
+        job_key           TEXT    NOT NULL,
+        kind              INTEGER NOT NULL,   -- domain::JobKind
+        resource_id       TEXT    NOT NULL,
+        input_delivery_id INTEGER REFERENCES deliveries (id),
+        state             INTEGER NOT NULL,   -- domain::JobState
+        rerun             INTEGER NOT NULL DEFAULT 0,  -- notified again while running
+        attempts          INTEGER NOT NULL DEFAULT 0,
+        run_at            INTEGER NOT NULL,   -- unix ms; earliest next run
+        lease_until       INTEGER,            -- unix ms, while running
+        last_error        TEXT,
+        created_at        INTEGER NOT NULL,
+        updated_at        INTEGER NOT NULL,
+        UNIQUE (account, job_key)
+    ) STRICT;
+    CREATE INDEX jobs_runnable ON jobs (state, run_at);
+
+    CREATE TABLE health (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),
+        checked_at INTEGER NOT NULL
+    ) STRICT;
+    "#,
+];
+
+/// The schema version this build writes.
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the database up to `LATEST`; a no-op when it is there already.
+pub fn migrate(conn: &mut Connection) -> Result<i64, StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version > LATEST {
+        return Err(StoreError::TooNew {
+            found: version,
+            known: LATEST,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+    }
+    tx.commit()?;
+    Ok(LATEST)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrating_twice_is_a_no_op() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db");
+        let mut conn = Connection::open(&path).unwrap();
+        assert_eq!(migrate(&mut conn).unwrap(), LATEST);
+        conn.execute("INSERT INTO health (id, checked_at) VALUES (1, 5)", [])
+            .unwrap();
+        drop(conn);
+        let mut conn = Connection::open(&path).unwrap();
+        assert_eq!(migrate(&mut conn).unwrap(), LATEST);
+        let v: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, LATEST);
+        let kept: i64 = conn
+            .query_row("SELECT checked_at FROM health", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kept, 5);
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "user_version", LATEST + 1)
+            .unwrap();
+        assert!(matches!(migrate(&mut conn), Err(StoreError::TooNew { .. })));
+    }
+}

@@ -1,0 +1,253 @@
+//! Storage: the only module that runs SQL. It owns the SQLite file, its
+//! migrations, the single writer thread (group commit), a small pool of read
+//! connections, and a background checkpointer.
+//!
+//! Durability: WAL with `synchronous=FULL`, so a commit is on disk (the WAL
+//! is fsynced) before `write` returns. Checkpoints run on their own thread
+//! (`wal_autocheckpoint` is off for the writer) so that a commit never waits
+//! for one.
+
+mod deliveries;
+mod migrations;
+mod sql_enum;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::Notify;
+
+pub use deliveries::{Ingested, NewDelivery, NewJob, fingerprint};
+pub use migrations::LATEST as SCHEMA_VERSION;
+
+use writer::Writer;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The change was not committed: the caller must not acknowledge it.
+    #[error("storage is unavailable: {0}")]
+    Unavailable(String),
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("database schema version {found} is newer than this pointhook knows ({known})")]
+    TooNew { found: i64, known: i64 },
+}
+
+/// A handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Writer,
+    readers: Mutex<Vec<Connection>>,
+    threads: Mutex<Threads>,
+    /// Signalled when a job may have become runnable.
+    jobs_ready: Notify,
+}
+
+#[derive(Default)]
+struct Threads {
+    writer: Option<JoinHandle<()>>,
+    checkpointer: Option<(std::sync::mpsc::Sender<()>, JoinHandle<()>)>,
+}
+
+const READ_POOL: usize = 8;
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+impl Store {
+    /// Opens (creating if needed) and migrates the database at `path`, then
+    /// starts the writer and checkpointer threads.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let mut conn = open_connection(path)?;
+        migrations::migrate(&mut conn)?;
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let (writer, writer_thread) = Writer::spawn(conn)?;
+        let checkpointer = spawn_checkpointer(open_connection(path)?)?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                writer,
+                readers: Mutex::new(Vec::new()),
+                threads: Mutex::new(Threads {
+                    writer: Some(writer_thread),
+                    checkpointer: Some(checkpointer),
+                }),
+                jobs_ready: Notify::new(),
+            }),
+        })
+    }
+
+    /// Applies the migrations to the database at `path` and returns the
+    /// schema version, without starting anything.
+    pub fn migrate(path: &Path) -> Result<i64, StoreError> {
+        let mut conn = open_connection(path)?;
+        migrations::migrate(&mut conn)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Stores a delivery and its job in one durable transaction.
+    pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
+        let wakes = delivery.job.is_some();
+        let ingested = self
+            .inner
+            .writer
+            .write(move |conn| deliveries::ingest(conn, &delivery))
+            .await?;
+        if wakes {
+            self.inner.jobs_ready.notify_one();
+        }
+        Ok(ingested)
+    }
+
+    /// Proves the database takes a durable write (for `/readyz`).
+    pub async fn check_writable(&self) -> Result<(), StoreError> {
+        self.inner
+            .writer
+            .write(|conn| {
+                conn.execute(
+                    "INSERT INTO health (id, checked_at) VALUES (1, ?1)
+                     ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
+                    [unix_ms_now()],
+                )
+                .map(|_| ())
+            })
+            .await
+    }
+
+    /// Waits until a job may have become runnable.
+    pub async fn job_ready(&self) {
+        self.inner.jobs_ready.notified().await
+    }
+
+    /// Runs `f` on a read connection off the async runtime.
+    pub async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            let conn = match inner.readers.lock().ok().and_then(|mut p| p.pop()) {
+                Some(c) => c,
+                None => open_connection(&inner.path)?,
+            };
+            let out = f(&conn).map_err(StoreError::from);
+            if let Ok(mut pool) = inner.readers.lock()
+                && pool.len() < READ_POOL
+            {
+                pool.push(conn);
+            }
+            out
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("read task failed: {e}")))?
+    }
+
+    /// Makes every commit fail (test builds only), to prove nothing that
+    /// was not committed is acknowledged.
+    #[cfg(feature = "fault-injection")]
+    pub fn fail_commits(&self, fail: bool) {
+        self.inner
+            .writer
+            .faults()
+            .fail_commits
+            .store(fail, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Answers what is queued, stops the threads and checkpoints the WAL.
+    /// Later writes fail with `Unavailable`.
+    pub async fn close(&self) {
+        self.inner.writer.close().await;
+        let threads =
+            std::mem::take(&mut *self.inner.threads.lock().unwrap_or_else(|p| p.into_inner()));
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(w) = threads.writer {
+                let _ = w.join();
+            }
+            if let Some((stop, handle)) = threads.checkpointer {
+                drop(stop);
+                let _ = handle.join();
+            }
+        })
+        .await;
+    }
+}
+
+/// Opens a connection with the settings every connection needs.
+fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    let open_err = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(open_err)?;
+    conn.pragma_update(None, "journal_mode", "wal")
+        .map_err(open_err)?;
+    conn.pragma_update(None, "synchronous", "full")
+        .map_err(open_err)?;
+    conn.pragma_update(None, "foreign_keys", "on")
+        .map_err(open_err)?;
+    conn.busy_timeout(Duration::from_secs(5))
+        .map_err(open_err)?;
+    Ok(conn)
+}
+
+fn spawn_checkpointer(
+    conn: Connection,
+) -> Result<(std::sync::mpsc::Sender<()>, JoinHandle<()>), StoreError> {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let handle = std::thread::Builder::new()
+        .name("pointhook-checkpoint".into())
+        .spawn(move || {
+            // Ends when the sender is dropped.
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(CHECKPOINT_EVERY)
+            {
+                // PASSIVE never blocks the writer; a busy database simply
+                // gets checkpointed on a later round.
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!(error = %e, "WAL checkpoint failed");
+                }
+            }
+        })
+        .map_err(|e| StoreError::Io {
+            context: "cannot start the checkpoint thread".into(),
+            source: e,
+        })?;
+    Ok((stop, handle))
+}
+
+pub fn unix_ms_now() -> i64 {
+    unix_ms(std::time::SystemTime::now())
+}
+
+pub fn unix_ms(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,75 @@
+//! SQLite conversions for the `#[repr(i16)]` state enums of `domain`: each
+//! is stored as its number, and an unknown number read back is an error,
+//! not a guess.
+
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+
+use crate::domain::{IntentState, JobKind, JobState, Kind, SignatureStatus};
+
+macro_rules! sql_enum {
+    ($ty:ident { $($variant:ident),+ $(,)? }) => {
+        impl ToSql for $ty {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::from(*self as i16 as i64))
+            }
+        }
+
+        impl FromSql for $ty {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                let n = value.as_i64()?;
+                $(if n == $ty::$variant as i16 as i64 {
+                    return Ok($ty::$variant);
+                })+
+                Err(FromSqlError::OutOfRange(n))
+            }
+        }
+    };
+}
+
+sql_enum!(Kind {
+    Ipn,
+    Webhook,
+    IntentWebhook
+});
+sql_enum!(JobKind {
+    Payment,
+    MerchantOrder,
+    Chargeback,
+    PaymentIntent,
+    FraudAlert,
+    IntentBody,
+});
+sql_enum!(JobState {
+    Pending,
+    Running,
+    Done,
+    Dead
+});
+sql_enum!(SignatureStatus {
+    NotChecked,
+    Valid,
+    Invalid
+});
+sql_enum!(IntentState {
+    Finished,
+    ConfirmationRequired,
+    Canceled,
+    Error
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::Connection;
+
+    #[test]
+    fn enums_round_trip_and_unknown_numbers_fail() {
+        let conn = Connection::open_in_memory().unwrap();
+        let back: JobState = conn
+            .query_row("SELECT ?1", [JobState::Dead], |r| r.get(0))
+            .unwrap();
+        assert_eq!(back, JobState::Dead);
+        let bad: rusqlite::Result<JobState> = conn.query_row("SELECT 42", [], |r| r.get(0));
+        assert!(bad.is_err());
+    }
+}
