@@ -1,0 +1,94 @@
+//! Duplicates are marked, never suppressed; jobs coalesce by key.
+
+use crate::helpers::*;
+
+fn job(app: &TestApp) -> (i64, i64, i64) {
+    app.db()
+        .query_row("SELECT state, rerun, attempts FROM jobs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_same_notification_twice_while_pending_is_one_job_and_a_duplicate() {
+    let app = spawn_app().await;
+    let f = fixture("ipn-payment.json");
+    let (_, first) = answer(app.post_fixture(&f).await).await;
+    let (_, second) = answer(app.post_fixture(&f).await).await;
+    assert_eq!(first["duplicate"], false);
+    assert_eq!(second["duplicate"], true);
+    assert_eq!(app.count("SELECT count(*) FROM jobs"), 1);
+    assert_eq!(job(&app), (0, 0, 0), "still pending, nothing added");
+    let dup_of: i64 = app
+        .db()
+        .query_row(
+            "SELECT duplicate_of FROM deliveries WHERE id = ?1",
+            [second["delivery_id"].as_i64().unwrap()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(dup_of, first["delivery_id"].as_i64().unwrap());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_different_body_is_not_a_duplicate_but_the_same_job() {
+    let app = spawn_app().await;
+    let (_, a) = answer(app.post("topic=payment&id=1", &[], Some(b"{}")).await).await;
+    let (_, b) = answer(app.post("topic=payment&id=1", &[], None).await).await;
+    assert_eq!(a["duplicate"], false);
+    assert_eq!(b["duplicate"], false);
+    assert_eq!(app.count("SELECT count(*) FROM jobs"), 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_notification_during_a_run_marks_it_to_run_again() {
+    let app = spawn_app().await;
+    let f = fixture("webhook-merchant-order.json");
+    app.post_fixture(&f).await;
+    app.db().execute("UPDATE jobs SET state = 1, attempts = 1", []).unwrap();
+    let (status, body) = answer(app.post_fixture(&f).await).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["duplicate"], true);
+    assert_eq!(job(&app), (1, 1, 1), "running, re-run requested");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_notification_after_the_job_is_done_enqueues_it_again() {
+    let app = spawn_app().await;
+    let f = fixture("ipn-chargeback.json");
+    app.post_fixture(&f).await;
+    app.db()
+        .execute("UPDATE jobs SET state = 2, attempts = 3, last_error = 'x'", [])
+        .unwrap();
+    let (_, body) = answer(app.post_fixture(&f).await).await;
+    assert_eq!(body["duplicate"], true, "a duplicate still does its work");
+    assert_eq!(job(&app), (0, 0, 0), "pending again with fresh attempts");
+    assert_eq!(app.count("SELECT count(*) FROM jobs WHERE last_error IS NULL"), 1);
+
+    // Dead jobs are revived the same way.
+    app.db().execute("UPDATE jobs SET state = 3, attempts = 12", []).unwrap();
+    app.post_fixture(&f).await;
+    assert_eq!(job(&app), (0, 0, 0));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn accounts_do_not_share_jobs_or_fingerprints() {
+    let app = spawn_app_with(TestConfig {
+        accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"a\"\n\
+                   [[accounts]]\nname = \"b\"\naccess_token = \"b\"\n"
+            .into(),
+        ..Default::default()
+    })
+    .await;
+    let (_, x) = answer(app.post("topic=payment&id=1", &[], None).await).await;
+    let (_, y) = answer(app.post("topic=payment&id=1&customer=b", &[], None).await).await;
+    assert_eq!(x["duplicate"], false);
+    assert_eq!(y["duplicate"], false);
+    assert_eq!(app.count("SELECT count(*) FROM jobs"), 2);
+    app.stop().await;
+}

@@ -1,0 +1,192 @@
+//! What was acknowledged survives a kill -9; shutdown drains in-flight work.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::helpers::*;
+
+/// The real binary, serving on an ephemeral port.
+struct Served {
+    child: Child,
+    addr: std::net::SocketAddr,
+}
+
+fn start_binary(config: &std::path::Path) -> Served {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pointhook"))
+        .args(["serve", "--log-format", "json", "--config"])
+        .arg(config)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if !sent
+                && let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
+                && v["message"] == "pointhook serving"
+            {
+                let _ = tx.send(v["listen"].as_str().unwrap().parse().unwrap());
+                sent = true;
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("pointhook reports its address");
+    Served { child, addr }
+}
+
+fn write_config(dir: &std::path::Path) -> std::path::PathBuf {
+    let db = dir.join("pointhook.db");
+    let config = dir.join("pointhook.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = {:?}\n[api]\nbase_url = \"http://127.0.0.1:9\"\n\
+             [worker]\nenabled = false\n[[accounts]]\nname = \"default\"\naccess_token = \"t\"\n",
+            db.display().to_string()
+        ),
+    )
+    .unwrap();
+    config
+}
+
+#[tokio::test]
+async fn every_acknowledged_delivery_survives_kill_9() {
+    init_logs();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path());
+    let mut served = start_binary(&config);
+    let client = reqwest::Client::new();
+
+    // A burst, killed while part of it is still in flight.
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..400 {
+        let client = client.clone();
+        let url = format!("http://{}/notifications?topic=payment&id=k{i}", served.addr);
+        let acked = acked.clone();
+        tasks.push(tokio::spawn(async move {
+            if let Ok(res) = client.post(url).send().await
+                && res.status() == 200
+            {
+                let body: serde_json::Value = res.json().await.unwrap();
+                acked.lock().unwrap().push(body["delivery_id"].as_i64().unwrap());
+            }
+        }));
+    }
+    // Kill as soon as a good part has been acknowledged.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while acked.lock().unwrap().len() < 150 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    served.child.kill().unwrap(); // SIGKILL
+    served.child.wait().unwrap();
+    for t in tasks {
+        let _ = t.await;
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= 150, "only {} acknowledged", acked.len());
+
+    // Restart on the same file: it opens, and every acknowledged one is there.
+    let mut served = start_binary(&config);
+    let res = client
+        .get(format!("http://{}/readyz", served.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let conn = rusqlite::Connection::open(dir.path().join("pointhook.db")).unwrap();
+    for id in &acked {
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM deliveries WHERE id = ?1 AND job_key IS NOT NULL", [id], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1, "acknowledged delivery {id} was lost");
+    }
+    let jobs: i64 = conn
+        .query_row("SELECT count(*) FROM jobs j JOIN deliveries d ON d.job_key = j.job_key WHERE d.id IN (SELECT value FROM json_each(?1))",
+            [serde_json::to_string(&acked).unwrap()], |r| r.get(0))
+        .unwrap();
+    assert_eq!(jobs as usize, acked.len(), "each acknowledged delivery has its job");
+    served.child.kill().unwrap();
+    served.child.wait().unwrap();
+}
+
+#[tokio::test]
+async fn sigterm_drains_an_in_flight_request_and_exits() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    init_logs();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path());
+    let mut served = start_binary(&config);
+
+    // Headers and half the body are in when the signal arrives.
+    let mut stream = tokio::net::TcpStream::connect(served.addr).await.unwrap();
+    let body = br#"{"resource":"1","topic":"payment"}"#;
+    let head = format!(
+        "POST /notifications?topic=payment&id=drain HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body[..10]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pid = served.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // New connections are refused while the old one finishes.
+    assert!(
+        reqwest::Client::new()
+            .post(format!("http://{}/notifications?topic=payment&id=late", served.addr))
+            .send()
+            .await
+            .is_err(),
+        "no longer accepting"
+    );
+    stream.write_all(&body[10..]).await.unwrap();
+    let mut response = vec![0u8; 512];
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    let response = String::from_utf8_lossy(&response[..n]).into_owned();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+
+    let status = tokio::task::spawn_blocking(move || served.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "clean exit: {status:?}");
+    let conn = rusqlite::Connection::open(dir.path().join("pointhook.db")).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM deliveries WHERE resource_id = 'drain'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn in_process_shutdown_waits_for_the_request_in_flight() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_app().await;
+    let mut stream = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    stream
+        .write_all(b"POST /notifications?topic=payment&id=9 HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    app.shutdown.cancel();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!app.task.is_finished(), "waits for the request in flight");
+    stream.write_all(b"}").await.unwrap();
+    let mut buf = vec![0u8; 512];
+    let n = stream.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    assert_eq!(app.count("SELECT count(*) FROM deliveries"), 1);
+    app.stop().await;
+}

@@ -1,0 +1,215 @@
+//! Every notification kind the platform sends is accepted and stored as sent.
+
+use crate::helpers::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn every_fixture_is_accepted_and_stored_byte_for_byte() {
+    let app = spawn_app().await;
+    let names = fixture_names();
+    assert_eq!(names.len(), 12, "{names:?}");
+    for name in &names {
+        let f = fixture(name);
+        let (status, body) = answer(app.post_fixture(&f).await).await;
+        assert_eq!(status, 200, "{name}: {body}");
+        assert_eq!(body["status"], "accepted", "{name}");
+        assert!(body.get("ignored").is_none(), "{name} must be work: {body}");
+        let id = body["delivery_id"].as_i64().unwrap();
+        let (stored, query, job_key): (Option<Vec<u8>>, String, Option<String>) = app
+            .db()
+            .query_row(
+                "SELECT body, query, job_key FROM deliveries WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(stored, f.body, "{name}: body kept exactly");
+        assert_eq!(query, f.query, "{name}");
+        assert!(job_key.is_some(), "{name} feeds a job");
+    }
+    assert_eq!(app.count("SELECT count(*) FROM deliveries"), 12);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn job_keys_per_kind() {
+    let app = spawn_app().await;
+    for name in fixture_names() {
+        app.post_fixture(&fixture(&name)).await;
+    }
+    let mut keys: Vec<String> = app
+        .db()
+        .prepare("SELECT job_key FROM jobs ORDER BY job_key")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "chargeback:43589345903450",
+            "fraud:4945357007:23064274473",
+            "intent:7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1:CANCELED",
+            "intent:7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1:CONFIRMATION_REQUIRED",
+            "intent:7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1:ERROR",
+            "intent:7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1:FINISHED",
+            "merchant_order:4945357007",
+            "payment:123456789",
+            "payment_intent:7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1",
+        ]
+    );
+    // Both fraud-alert forms feed one job; body jobs point at their delivery.
+    let with_input = app.count("SELECT count(*) FROM jobs WHERE input_delivery_id IS NOT NULL");
+    assert_eq!(with_input, 5);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn headers_remote_address_and_source_news_are_recorded() {
+    let app = spawn_app().await;
+    let (status, body) = answer(
+        app.post(
+            "topic=payment&id=42&source_news=ipn",
+            &[("user-agent", "Feed v2.0"), ("x-request-id", "r-1"), ("authorization", "Bearer no")],
+            None,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let id = body["delivery_id"].as_i64().unwrap();
+    let (headers, remote, source, body): (String, String, Option<String>, Option<Vec<u8>>) = app
+        .db()
+        .query_row(
+            "SELECT headers, remote_addr, source_news, body FROM deliveries WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap();
+    let headers: serde_json::Value = serde_json::from_str(&headers).unwrap();
+    assert_eq!(headers["user-agent"], "Feed v2.0");
+    assert_eq!(headers["x-request-id"], "r-1");
+    assert!(headers.get("authorization").is_none(), "not a kept header");
+    assert!(remote.starts_with("127.0.0.1:"), "{remote}");
+    assert_eq!(source.as_deref(), Some("ipn"));
+    assert_eq!(body, None, "an empty body is no body");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_empty_body_is_no_body_whatever_the_content_type() {
+    let app = spawn_app().await;
+    let res = app
+        .post("topic=payment&id=1", &[("content-type", "application/json")], Some(b""))
+        .await;
+    assert_eq!(res.status(), 200);
+    // A webhook named by its query needs no body either.
+    let res = app
+        .post("type=payment&data.id=1", &[("content-type", "application/json")], Some(b""))
+        .await;
+    assert_eq!(res.status(), 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn ipn_body_is_recorded_never_validated() {
+    let app = spawn_app().await;
+    for body in [&b"{}"[..], b"not json", br#"{"resource":"777","topic":"merchant_order"}"#] {
+        let (status, answer) = answer(app.post("topic=payment&id=5", &[], Some(body)).await).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    // The query wins: every one of them is the payment 5.
+    assert_eq!(app.count("SELECT count(*) FROM jobs"), 1);
+    assert_eq!(
+        app.count("SELECT count(*) FROM jobs WHERE job_key = 'payment:5'"),
+        1
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_topics_are_stored_and_ignored() {
+    let app = spawn_app().await;
+    let (status, body) = answer(app.post("topic=subscription_authorized_payment&id=9", &[], None).await).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["ignored"], true);
+    let (status, body) = answer(app.post_json("", &json!({"id": "i-1", "state": "ON_TERMINAL"})).await).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["ignored"], true);
+    assert_eq!(app.count("SELECT count(*) FROM deliveries WHERE job_key IS NULL"), 2);
+    assert_eq!(app.count("SELECT count(*) FROM jobs"), 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn accounts_are_chosen_by_customer() {
+    let app = spawn_app_with(TestConfig {
+        accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"a\"\n\
+                   [[accounts]]\nname = \"shop-2\"\naccess_token = \"b\"\n"
+            .into(),
+        ..Default::default()
+    })
+    .await;
+    let (status, _) = answer(app.post("topic=payment&id=1&customer=shop-2", &[], None).await).await;
+    assert_eq!(status, 200);
+    let (status, _) = answer(app.post("topic=payment&id=1", &[], None).await).await;
+    assert_eq!(status, 200);
+    let (status, body) = answer(app.post("topic=payment&id=1&customer=nobody", &[], None).await).await;
+    assert_eq!(status, 404);
+    assert_eq!(body["error"], "unknown_account");
+    assert!(body["message"].as_str().unwrap().contains("nobody"));
+    let accounts: Vec<String> = app
+        .db()
+        .prepare("SELECT account FROM deliveries ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(accounts, ["shop-2", "default"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_only_account_is_the_default_and_two_without_default_need_customer() {
+    let app = spawn_app_with(TestConfig {
+        accounts: "[[accounts]]\nname = \"solo\"\naccess_token = \"a\"\n".into(),
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(app.post("topic=payment&id=1", &[], None).await.status(), 200);
+    app.stop().await;
+
+    let app = spawn_app_with(TestConfig {
+        accounts: "[[accounts]]\nname = \"a\"\naccess_token = \"a\"\n\
+                   [[accounts]]\nname = \"b\"\naccess_token = \"b\"\n"
+            .into(),
+        ..Default::default()
+    })
+    .await;
+    let (status, body) = answer(app.post("topic=payment&id=1", &[], None).await).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(app.post("topic=payment&id=1&customer=b", &[], None).await.status(), 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn concurrent_requests_all_commit() {
+    let app = spawn_app().await;
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let client = app.client.clone();
+        let url = app.url(&format!("/notifications?topic=payment&id={i}"));
+        tasks.push(tokio::spawn(async move {
+            client.post(url).send().await.unwrap().status().as_u16()
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), 200);
+    }
+    assert_eq!(app.count("SELECT count(*) FROM deliveries"), 200);
+    assert_eq!(app.count("SELECT count(*) FROM jobs"), 200);
+    app.stop().await;
+}
