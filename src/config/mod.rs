@@ -342,6 +342,9 @@ impl Config {
                 "required when [admin] is present",
             ));
         }
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
+            return Err(ConfigError::new("log.level", one_line(&e.to_string())));
+        }
         // Secrets must be readable now, not at the first request.
         self.resolve_accounts()?;
         self.admin_token()?;

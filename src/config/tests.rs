@@ -112,6 +112,8 @@ fn bad_values_are_named() {
     assert_eq!(e.key, "server.path");
     let e = parse(&format!("{MINIMAL}\n[admin]\nlisten = \"127.0.0.1:1\"\n")).unwrap_err();
     assert_eq!(e.key, "admin.token");
+    let e = parse(&format!("{MINIMAL}\n[log]\nlevel = \"info,[\"\n")).unwrap_err();
+    assert_eq!(e.key, "log.level");
     let e = parse("not toml [").unwrap_err();
     assert_eq!(e.key, "config");
 }

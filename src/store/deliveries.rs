@@ -78,39 +78,42 @@ pub fn fingerprint(
 
 pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ingested> {
     let duplicate_of: Option<i64> = conn
-        .prepare_cached("SELECT id FROM deliveries WHERE fingerprint = ?1 ORDER BY id LIMIT 1")?
-        .query_row([&d.fingerprint[..]], |r| r.get(0))
+        .prepare_cached(
+            "SELECT id FROM deliveries
+             WHERE account = ?1 AND resource_id = ?2 AND fingerprint = ?3
+             ORDER BY id LIMIT 1",
+        )?
+        .query_row(params![d.account, d.resource_id, &d.fingerprint[..]], |r| {
+            r.get(0)
+        })
         .optional()?;
 
     let body: Option<&[u8]> = (!d.body.is_empty()).then_some(&d.body[..]);
-    let delivery_id: i64 = conn
-        .prepare_cached(
-            "INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
+    conn.prepare_cached(
+        "INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
                  notification_id, source_news, query, headers, body, remote_addr,
                  fingerprint, duplicate_of, signature, job_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
-             RETURNING id",
-        )?
-        .query_row(
-            params![
-                d.received_at,
-                d.account,
-                d.kind,
-                d.topic,
-                d.resource_id,
-                d.notification_id,
-                d.source_news,
-                d.query,
-                d.headers,
-                body,
-                d.remote_addr,
-                &d.fingerprint[..],
-                duplicate_of,
-                d.signature,
-                d.job.as_ref().map(|j| &j.key),
-            ],
-            |r| r.get(0),
-        )?;
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    )?
+    .execute(params![
+        d.received_at,
+        d.account,
+        d.kind,
+        d.topic,
+        d.resource_id,
+        d.notification_id,
+        d.source_news,
+        d.query,
+        d.headers,
+        body,
+        d.remote_addr,
+        &d.fingerprint[..],
+        duplicate_of,
+        d.signature,
+        d.job.as_ref().map(|j| &j.key),
+    ])?;
+    // RETURNING would cost an ephemeral table per statement on this hot path.
+    let delivery_id = conn.last_insert_rowid();
 
     let job_id = match &d.job {
         None => None,
@@ -150,24 +153,22 @@ fn upsert_job(
                      THEN excluded.input_delivery_id
                  ELSE input_delivery_id END,
              state = CASE WHEN state IN (?9, ?10) THEN ?6 ELSE state END,
-             updated_at = excluded.updated_at
-         RETURNING id",
+             updated_at = excluded.updated_at",
     )?
-    .query_row(
-        params![
-            d.account,
-            job.key,
-            job.kind,
-            job.resource_id,
-            input,
-            JobState::Pending,
-            d.received_at,
-            JobState::Running,
-            JobState::Done,
-            JobState::Dead,
-            verified,
-            SignatureStatus::Invalid,
-        ],
-        |r| r.get(0),
-    )
+    .execute(params![
+        d.account,
+        job.key,
+        job.kind,
+        job.resource_id,
+        input,
+        JobState::Pending,
+        d.received_at,
+        JobState::Running,
+        JobState::Done,
+        JobState::Dead,
+        verified,
+        SignatureStatus::Invalid,
+    ])?;
+    conn.prepare_cached("SELECT id FROM jobs WHERE account = ?1 AND job_key = ?2")?
+        .query_row(params![d.account, job.key], |r| r.get(0))
 }

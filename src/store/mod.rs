@@ -68,7 +68,7 @@ struct Threads {
 }
 
 const READ_POOL: usize = 8;
-const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
 impl Store {
     /// Opens (creating if needed) and migrates the database at `path`, then

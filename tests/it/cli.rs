@@ -26,10 +26,17 @@ fn check_config_prints_the_effective_config_with_secrets_masked() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(&dir, GOOD);
     let out = pointhook(&["check-config", "--config", &path], &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains("super-secret"), "{text}");
-    assert!(text.contains("max_body_bytes = 65536"), "defaults shown: {text}");
+    assert!(
+        text.contains("max_body_bytes = 65536"),
+        "defaults shown: {text}"
+    );
     assert!(text.contains("access_token = \"***\""), "{text}");
 }
 
@@ -37,18 +44,31 @@ fn check_config_prints_the_effective_config_with_secrets_masked() {
 fn the_sample_config_checks() {
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-config.toml");
     let out = pointhook(&["check-config", "--config", sample], &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn bad_configuration_is_one_line_and_exit_64() {
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&str, &str)] = &[
-        ("[api]\nbase_url = \"http://x\"\n[[accounts]]\nname=\"a\"\naccess_token=\"t\"\n", "storage"),
+        (
+            "[api]\nbase_url = \"http://x\"\n[[accounts]]\nname=\"a\"\naccess_token=\"t\"\n",
+            "storage",
+        ),
         (&GOOD.replace("http://127.0.0.1:1", "::"), "api.base_url"),
-        (&format!("{GOOD}[server]\nlisten = \"nowhere\"\n"), "server.listen"),
+        (
+            &format!("{GOOD}[server]\nlisten = \"nowhere\"\n"),
+            "server.listen",
+        ),
         (&format!("{GOOD}[server]\ncolour = 1\n"), "server.colour"),
-        (&GOOD.replace("access_token = \"super-secret\"", ""), "accounts[0].access_token"),
+        (
+            &GOOD.replace("access_token = \"super-secret\"", ""),
+            "accounts[0].access_token",
+        ),
         ("this is = not toml [", "config"),
     ];
     for (text, key) in cases {
@@ -70,9 +90,15 @@ fn bad_configuration_is_one_line_and_exit_64() {
 fn environment_overrides_are_checked_too() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(&dir, GOOD);
-    let out = pointhook(&["check-config", "--config", &path], &[("POINTHOOK_SERVER_LISTEN", "127.0.0.1:7777")]);
+    let out = pointhook(
+        &["check-config", "--config", &path],
+        &[("POINTHOOK_SERVER_LISTEN", "127.0.0.1:7777")],
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("127.0.0.1:7777"));
-    let out = pointhook(&["check-config", "--config", &path], &[("POINTHOOK_SERVER_LISTEN", "bad")]);
+    let out = pointhook(
+        &["check-config", "--config", &path],
+        &[("POINTHOOK_SERVER_LISTEN", "bad")],
+    );
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("server.listen"));
 }
@@ -84,11 +110,17 @@ fn migrate_creates_the_schema_and_is_repeatable() {
     let path = write(&dir, &GOOD.replace("x.db", &db.display().to_string()));
     for _ in 0..2 {
         let out = pointhook(&["migrate", "--config", &path], &[]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(String::from_utf8_lossy(&out.stdout).contains("schema version"));
     }
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let n: i64 = conn.query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0)).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(n, 0);
 }
 

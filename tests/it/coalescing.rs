@@ -48,7 +48,9 @@ async fn a_notification_during_a_run_marks_it_to_run_again() {
     let app = spawn_app().await;
     let f = fixture("webhook-merchant-order.json");
     app.post_fixture(&f).await;
-    app.db().execute("UPDATE jobs SET state = 1, attempts = 1", []).unwrap();
+    app.db()
+        .execute("UPDATE jobs SET state = 1, attempts = 1", [])
+        .unwrap();
     let (status, body) = answer(app.post_fixture(&f).await).await;
     assert_eq!(status, 200);
     assert_eq!(body["duplicate"], true);
@@ -62,15 +64,23 @@ async fn a_notification_after_the_job_is_done_enqueues_it_again() {
     let f = fixture("ipn-chargeback.json");
     app.post_fixture(&f).await;
     app.db()
-        .execute("UPDATE jobs SET state = 2, attempts = 3, last_error = 'x'", [])
+        .execute(
+            "UPDATE jobs SET state = 2, attempts = 3, last_error = 'x'",
+            [],
+        )
         .unwrap();
     let (_, body) = answer(app.post_fixture(&f).await).await;
     assert_eq!(body["duplicate"], true, "a duplicate still does its work");
     assert_eq!(job(&app), (0, 0, 0), "pending again with fresh attempts");
-    assert_eq!(app.count("SELECT count(*) FROM jobs WHERE last_error IS NULL"), 1);
+    assert_eq!(
+        app.count("SELECT count(*) FROM jobs WHERE last_error IS NULL"),
+        1
+    );
 
     // Dead jobs are revived the same way.
-    app.db().execute("UPDATE jobs SET state = 3, attempts = 12", []).unwrap();
+    app.db()
+        .execute("UPDATE jobs SET state = 3, attempts = 12", [])
+        .unwrap();
     app.post_fixture(&f).await;
     assert_eq!(job(&app), (0, 0, 0));
     app.stop().await;

@@ -77,7 +77,10 @@ async fn every_acknowledged_delivery_survives_kill_9() {
                 && res.status() == 200
             {
                 let body: serde_json::Value = res.json().await.unwrap();
-                acked.lock().unwrap().push(body["delivery_id"].as_i64().unwrap());
+                acked
+                    .lock()
+                    .unwrap()
+                    .push(body["delivery_id"].as_i64().unwrap());
             }
         }));
     }
@@ -105,7 +108,11 @@ async fn every_acknowledged_delivery_survives_kill_9() {
     let conn = rusqlite::Connection::open(dir.path().join("pointhook.db")).unwrap();
     for id in &acked {
         let n: i64 = conn
-            .query_row("SELECT count(*) FROM deliveries WHERE id = ?1 AND job_key IS NOT NULL", [id], |r| r.get(0))
+            .query_row(
+                "SELECT count(*) FROM deliveries WHERE id = ?1 AND job_key IS NOT NULL",
+                [id],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(n, 1, "acknowledged delivery {id} was lost");
     }
@@ -113,7 +120,11 @@ async fn every_acknowledged_delivery_survives_kill_9() {
         .query_row("SELECT count(*) FROM jobs j JOIN deliveries d ON d.job_key = j.job_key WHERE d.id IN (SELECT value FROM json_each(?1))",
             [serde_json::to_string(&acked).unwrap()], |r| r.get(0))
         .unwrap();
-    assert_eq!(jobs as usize, acked.len(), "each acknowledged delivery has its job");
+    assert_eq!(
+        jobs as usize,
+        acked.len(),
+        "each acknowledged delivery has its job"
+    );
     served.child.kill().unwrap();
     served.child.wait().unwrap();
 }
@@ -137,13 +148,22 @@ async fn sigterm_drains_an_in_flight_request_and_exits() {
     stream.write_all(&body[..10]).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let pid = served.child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     // New connections are refused while the old one finishes.
     assert!(
         reqwest::Client::new()
-            .post(format!("http://{}/notifications?topic=payment&id=late", served.addr))
+            .post(format!(
+                "http://{}/notifications?topic=payment&id=late",
+                served.addr
+            ))
             .send()
             .await
             .is_err(),
@@ -165,7 +185,11 @@ async fn sigterm_drains_an_in_flight_request_and_exits() {
     assert!(status.success(), "clean exit: {status:?}");
     let conn = rusqlite::Connection::open(dir.path().join("pointhook.db")).unwrap();
     let n: i64 = conn
-        .query_row("SELECT count(*) FROM deliveries WHERE resource_id = 'drain'", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM deliveries WHERE resource_id = 'drain'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(n, 1);
 }

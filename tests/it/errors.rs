@@ -19,21 +19,61 @@ async fn refused(res: reqwest::Response, status: u16, code: &str) -> String {
 #[tokio::test]
 async fn bad_requests_name_the_problem() {
     let app = spawn_app().await;
-    let m = refused(app.post("", &[], Some(b"{not json")).await, 400, "malformed_json").await;
+    let m = refused(
+        app.post("", &[], Some(b"{not json")).await,
+        400,
+        "malformed_json",
+    )
+    .await;
     assert!(m.contains("JSON"), "{m}");
-    let m = refused(app.post("topic=payment", &[], None).await, 400, "missing_field").await;
+    let m = refused(
+        app.post("topic=payment", &[], None).await,
+        400,
+        "missing_field",
+    )
+    .await;
     assert!(m.contains("id"), "{m}");
-    let m = refused(app.post("type=payment", &[], None).await, 400, "missing_field").await;
+    let m = refused(
+        app.post("type=payment", &[], None).await,
+        400,
+        "missing_field",
+    )
+    .await;
     assert!(m.contains("data.id"), "{m}");
-    let m = refused(app.post("topic=payment&id=a%20b", &[], None).await, 400, "invalid_id").await;
+    let m = refused(
+        app.post("topic=payment&id=a%20b", &[], None).await,
+        400,
+        "invalid_id",
+    )
+    .await;
     assert!(m.contains("id"), "{m}");
     let long = "1".repeat(129);
-    refused(app.post(&format!("topic=payment&id={long}"), &[], None).await, 400, "invalid_id").await;
-    let m = refused(app.post_json("", &json!({"hello": "world"})).await, 400, "unrecognised_notification").await;
-    assert!(m.contains("topic"), "{m}");
-    refused(app.post("", &[], None).await, 400, "unrecognised_notification").await;
     refused(
-        app.post_json("topic=delivery_cancellation&id=1", &json!({"description": "x"})).await,
+        app.post(&format!("topic=payment&id={long}"), &[], None)
+            .await,
+        400,
+        "invalid_id",
+    )
+    .await;
+    let m = refused(
+        app.post_json("", &json!({"hello": "world"})).await,
+        400,
+        "unrecognised_notification",
+    )
+    .await;
+    assert!(m.contains("topic"), "{m}");
+    refused(
+        app.post("", &[], None).await,
+        400,
+        "unrecognised_notification",
+    )
+    .await;
+    refused(
+        app.post_json(
+            "topic=delivery_cancellation&id=1",
+            &json!({"description": "x"}),
+        )
+        .await,
         400,
         "missing_field",
     )
@@ -48,7 +88,12 @@ async fn unknown_routes_and_methods() {
     let app = spawn_app().await;
     let res = app.client.get(app.url("/nope")).send().await.unwrap();
     refused(res, 404, "not_found").await;
-    let res = app.client.get(app.url("/notifications")).send().await.unwrap();
+    let res = app
+        .client
+        .get(app.url("/notifications"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.headers()["allow"], "POST");
     refused(res, 405, "method_not_allowed").await;
     app.stop().await;
@@ -58,7 +103,12 @@ async fn unknown_routes_and_methods() {
 async fn bodies_over_the_limit_are_413() {
     let app = spawn_app_with(TestConfig::default().extra("[server]\nmax_body_bytes = 100\n")).await;
     let big = vec![b'x'; 101];
-    refused(app.post("topic=payment&id=1", &[], Some(&big)).await, 413, "body_too_large").await;
+    refused(
+        app.post("topic=payment&id=1", &[], Some(&big)).await,
+        413,
+        "body_too_large",
+    )
+    .await;
     // Without a content-length (chunked), the limit still holds.
     let chunk = " ".repeat(60);
     let request = format!(
@@ -68,21 +118,55 @@ async fn bodies_over_the_limit_are_413() {
     let response = raw_exchange(app.addr, request.as_bytes()).await;
     assert!(response.starts_with("HTTP/1.1 413"), "{response}");
     let exact = vec![b' '; 100];
-    assert_eq!(app.post("topic=payment&id=1", &[], Some(&exact)).await.status(), 200);
+    assert_eq!(
+        app.post("topic=payment&id=1", &[], Some(&exact))
+            .await
+            .status(),
+        200
+    );
     app.stop().await;
 }
 
 #[tokio::test]
 async fn storage_that_cannot_commit_is_503_never_200() {
     let app = spawn_app().await;
-    assert_eq!(app.client.get(app.url("/readyz")).send().await.unwrap().status(), 200);
+    assert_eq!(
+        app.client
+            .get(app.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     app.store.fail_commits(true);
-    let m = refused(app.post("topic=payment&id=1", &[], None).await, 503, "storage_unavailable").await;
+    let m = refused(
+        app.post("topic=payment&id=1", &[], None).await,
+        503,
+        "storage_unavailable",
+    )
+    .await;
     assert!(m.contains("again"), "{m}");
-    refused(app.client.get(app.url("/readyz")).send().await.unwrap(), 503, "storage_unavailable").await;
-    assert_eq!(app.client.get(app.url("/healthz")).send().await.unwrap().status(), 200);
+    refused(
+        app.client.get(app.url("/readyz")).send().await.unwrap(),
+        503,
+        "storage_unavailable",
+    )
+    .await;
+    assert_eq!(
+        app.client
+            .get(app.url("/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     app.store.fail_commits(false);
-    assert_eq!(app.post("topic=payment&id=2", &[], None).await.status(), 200);
+    assert_eq!(
+        app.post("topic=payment&id=2", &[], None).await.status(),
+        200
+    );
     let ids: Vec<String> = app
         .db()
         .prepare("SELECT resource_id FROM deliveries")

@@ -158,8 +158,15 @@ impl TestApp {
         format!("http://{}{path_and_query}", self.addr)
     }
 
-    pub async fn post(&self, query: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> reqwest::Response {
-        let mut req = self.client.post(self.url(&format!("/notifications?{query}")));
+    pub async fn post(
+        &self,
+        query: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> reqwest::Response {
+        let mut req = self
+            .client
+            .post(self.url(&format!("/notifications?{query}")));
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -245,8 +252,10 @@ fn response_complete(bytes: &[u8]) -> bool {
     let Some((head, body)) = text.split_once("\r\n\r\n") else {
         return false;
     };
-    let length = head
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)));
+    let length = head.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("content-length:")
+            .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+    });
     length.is_some_and(|n| body.len() >= n)
 }

@@ -72,7 +72,11 @@ async fn headers_remote_address_and_source_news_are_recorded() {
     let (status, body) = answer(
         app.post(
             "topic=payment&id=42&source_news=ipn",
-            &[("user-agent", "Feed v2.0"), ("x-request-id", "r-1"), ("authorization", "Bearer no")],
+            &[
+                ("user-agent", "Feed v2.0"),
+                ("x-request-id", "r-1"),
+                ("authorization", "Bearer no"),
+            ],
             None,
         )
         .await,
@@ -102,12 +106,20 @@ async fn headers_remote_address_and_source_news_are_recorded() {
 async fn an_empty_body_is_no_body_whatever_the_content_type() {
     let app = spawn_app().await;
     let res = app
-        .post("topic=payment&id=1", &[("content-type", "application/json")], Some(b""))
+        .post(
+            "topic=payment&id=1",
+            &[("content-type", "application/json")],
+            Some(b""),
+        )
         .await;
     assert_eq!(res.status(), 200);
     // A webhook named by its query needs no body either.
     let res = app
-        .post("type=payment&data.id=1", &[("content-type", "application/json")], Some(b""))
+        .post(
+            "type=payment&data.id=1",
+            &[("content-type", "application/json")],
+            Some(b""),
+        )
         .await;
     assert_eq!(res.status(), 200);
     app.stop().await;
@@ -116,7 +128,11 @@ async fn an_empty_body_is_no_body_whatever_the_content_type() {
 #[tokio::test]
 async fn ipn_body_is_recorded_never_validated() {
     let app = spawn_app().await;
-    for body in [&b"{}"[..], b"not json", br#"{"resource":"777","topic":"merchant_order"}"#] {
+    for body in [
+        &b"{}"[..],
+        b"not json",
+        br#"{"resource":"777","topic":"merchant_order"}"#,
+    ] {
         let (status, answer) = answer(app.post("topic=payment&id=5", &[], Some(body)).await).await;
         assert_eq!(status, 200, "{answer}");
     }
@@ -132,13 +148,24 @@ async fn ipn_body_is_recorded_never_validated() {
 #[tokio::test]
 async fn unknown_topics_are_stored_and_ignored() {
     let app = spawn_app().await;
-    let (status, body) = answer(app.post("topic=subscription_authorized_payment&id=9", &[], None).await).await;
+    let (status, body) = answer(
+        app.post("topic=subscription_authorized_payment&id=9", &[], None)
+            .await,
+    )
+    .await;
     assert_eq!(status, 200);
     assert_eq!(body["ignored"], true);
-    let (status, body) = answer(app.post_json("", &json!({"id": "i-1", "state": "ON_TERMINAL"})).await).await;
+    let (status, body) = answer(
+        app.post_json("", &json!({"id": "i-1", "state": "ON_TERMINAL"}))
+            .await,
+    )
+    .await;
     assert_eq!(status, 200);
     assert_eq!(body["ignored"], true);
-    assert_eq!(app.count("SELECT count(*) FROM deliveries WHERE job_key IS NULL"), 2);
+    assert_eq!(
+        app.count("SELECT count(*) FROM deliveries WHERE job_key IS NULL"),
+        2
+    );
     assert_eq!(app.count("SELECT count(*) FROM jobs"), 0);
     app.stop().await;
 }
@@ -152,11 +179,19 @@ async fn accounts_are_chosen_by_customer() {
         ..Default::default()
     })
     .await;
-    let (status, _) = answer(app.post("topic=payment&id=1&customer=shop-2", &[], None).await).await;
+    let (status, _) = answer(
+        app.post("topic=payment&id=1&customer=shop-2", &[], None)
+            .await,
+    )
+    .await;
     assert_eq!(status, 200);
     let (status, _) = answer(app.post("topic=payment&id=1", &[], None).await).await;
     assert_eq!(status, 200);
-    let (status, body) = answer(app.post("topic=payment&id=1&customer=nobody", &[], None).await).await;
+    let (status, body) = answer(
+        app.post("topic=payment&id=1&customer=nobody", &[], None)
+            .await,
+    )
+    .await;
     assert_eq!(status, 404);
     assert_eq!(body["error"], "unknown_account");
     assert!(body["message"].as_str().unwrap().contains("nobody"));
@@ -179,7 +214,10 @@ async fn the_only_account_is_the_default_and_two_without_default_need_customer()
         ..Default::default()
     })
     .await;
-    assert_eq!(app.post("topic=payment&id=1", &[], None).await.status(), 200);
+    assert_eq!(
+        app.post("topic=payment&id=1", &[], None).await.status(),
+        200
+    );
     app.stop().await;
 
     let app = spawn_app_with(TestConfig {
@@ -191,7 +229,12 @@ async fn the_only_account_is_the_default_and_two_without_default_need_customer()
     .await;
     let (status, body) = answer(app.post("topic=payment&id=1", &[], None).await).await;
     assert_eq!(status, 404, "{body}");
-    assert_eq!(app.post("topic=payment&id=1&customer=b", &[], None).await.status(), 200);
+    assert_eq!(
+        app.post("topic=payment&id=1&customer=b", &[], None)
+            .await
+            .status(),
+        200
+    );
     app.stop().await;
 }
 

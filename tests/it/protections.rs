@@ -8,7 +8,8 @@ use crate::helpers::*;
 
 #[tokio::test]
 async fn the_rate_limit_answers_429_when_on() {
-    let app = spawn_app_with(TestConfig::default().extra("[server]\nrate_limit_per_ip = 3\n")).await;
+    let app =
+        spawn_app_with(TestConfig::default().extra("[server]\nrate_limit_per_ip = 3\n")).await;
     let mut statuses = Vec::new();
     for i in 0..6 {
         let res = app.post(&format!("topic=payment&id={i}"), &[], None).await;
@@ -28,20 +29,31 @@ async fn the_rate_limit_answers_429_when_on() {
 async fn the_rate_limit_is_off_by_default() {
     let app = spawn_app().await;
     for i in 0..50 {
-        assert_eq!(app.post(&format!("topic=payment&id={i}"), &[], None).await.status(), 200);
+        assert_eq!(
+            app.post(&format!("topic=payment&id={i}"), &[], None)
+                .await
+                .status(),
+            200
+        );
     }
     app.stop().await;
 }
 
 #[tokio::test]
 async fn a_client_that_never_finishes_its_headers_is_cut_off() {
-    let app = spawn_app_with(TestConfig::default().extra("[server]\nread_timeout_secs = 1\n")).await;
+    let app =
+        spawn_app_with(TestConfig::default().extra("[server]\nread_timeout_secs = 1\n")).await;
     let mut stream = tokio::net::TcpStream::connect(app.addr).await.unwrap();
-    stream.write_all(b"POST /notifications?topic=payment&id=1 HTTP/1.1\r\nhost: x\r\n").await.unwrap();
+    stream
+        .write_all(b"POST /notifications?topic=payment&id=1 HTTP/1.1\r\nhost: x\r\n")
+        .await
+        .unwrap();
     let mut buf = [0u8; 256];
     // Closed (or answered 408) by the server well before this test's own limit.
     let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await;
-    let n = read.expect("server closes a slow-header connection").unwrap_or(0);
+    let n = read
+        .expect("server closes a slow-header connection")
+        .unwrap_or(0);
     let text = String::from_utf8_lossy(&buf[..n]);
     assert!(n == 0 || text.starts_with("HTTP/1.1 408"), "{text}");
     app.stop().await;
@@ -49,7 +61,8 @@ async fn a_client_that_never_finishes_its_headers_is_cut_off() {
 
 #[tokio::test]
 async fn a_body_that_never_arrives_is_408() {
-    let app = spawn_app_with(TestConfig::default().extra("[server]\nread_timeout_secs = 1\n")).await;
+    let app =
+        spawn_app_with(TestConfig::default().extra("[server]\nread_timeout_secs = 1\n")).await;
     let response = raw_exchange(
         app.addr,
         b"POST /notifications?topic=payment&id=1 HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\n{",
@@ -76,11 +89,16 @@ async fn connections_beyond_the_limit_wait_for_a_free_slot() {
 
     let client = app.client.clone();
     let url = app.url("/notifications?topic=payment&id=1");
-    let waiting = tokio::spawn(async move { client.post(url).send().await.map(|r| r.status().as_u16()) });
+    let waiting =
+        tokio::spawn(async move { client.post(url).send().await.map(|r| r.status().as_u16()) });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiting.is_finished(), "served beyond max_connections");
     drop(holder);
-    let status = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(status, 200);
     app.stop().await;
 }
