@@ -26,3 +26,24 @@ impl Clock for FixedClock {
         self.0
     }
 }
+
+/// A clock that moves only when told to (tests of backoff and retries).
+#[derive(Debug)]
+pub struct ManualClock(std::sync::Mutex<SystemTime>);
+
+impl ManualClock {
+    pub fn new(start: SystemTime) -> Self {
+        ManualClock(std::sync::Mutex::new(start))
+    }
+
+    pub fn advance(&self, by: std::time::Duration) {
+        let mut t = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *t += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> SystemTime {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

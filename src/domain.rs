@@ -165,6 +165,31 @@ impl JobState {
     }
 }
 
+/// Where an outbound event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i16)]
+pub enum EventState {
+    /// Waiting for (another) delivery attempt.
+    Pending = 0,
+    /// The merchant's endpoint answered 2xx.
+    Delivered = 1,
+    /// Given up after `fulfillment.give_up_after_hours`.
+    Dead = 2,
+    /// No `[fulfillment] url`: kept for the CLI and the admin API only.
+    Stored = 3,
+}
+
+impl EventState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventState::Pending => "pending",
+            EventState::Delivered => "delivered",
+            EventState::Dead => "dead",
+            EventState::Stored => "stored",
+        }
+    }
+}
+
 /// The work a notification asks for, which is also what makes its job key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Work {

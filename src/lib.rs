@@ -9,16 +9,28 @@
 //! - [`store`]: the only module with SQL: migrations, the group-commit
 //!   writer, deliveries and jobs.
 //! - [`domain`]: typed ids and the stored state enums.
+//! - [`api`]: the platform API client (payments, orders, chargebacks, intents).
+//! - [`worker`]: leases jobs, runs a handler per kind, records the outcome.
+//! - [`rules`]: the business rules, pure functions.
+//! - [`outbox`]: signed delivery of decided events to the merchant.
+//! - [`money`]: exact decimal amounts.
 //! - [`clock`]: the source of "now" that tests can fix.
 //!
 //! [`App`] wires them: the caller owns the listener and the shutdown token.
 
+pub mod api;
 pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod money;
+pub mod outbox;
+mod retry;
+pub mod rules;
 pub mod store;
+mod tls;
+pub mod worker;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,10 +40,13 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use api::ApiClient;
 use clock::{Clock, SystemClock};
 use config::Config;
 use http::ingest::{Accounts, Ingest};
+use outbox::{Outbox, OutboxSettings};
 use store::Store;
+use worker::{Worker, WorkerSettings};
 
 /// What tests (and embedders) may swap out.
 pub struct Options {
@@ -52,6 +67,8 @@ pub struct App {
     listener: TcpListener,
     store: Store,
     options: Options,
+    worker: Arc<Worker>,
+    outbox: Option<Arc<Outbox>>,
 }
 
 impl App {
@@ -66,12 +83,57 @@ impl App {
             .await
             .context("storage open task failed")?
             .with_context(|| format!("cannot open storage {}", config.storage.path.display()))?;
+        let accounts = config.resolve_accounts()?;
+        let api = Arc::new(
+            ApiClient::new(&config.api, &accounts).context("cannot build the API client")?,
+        );
+        let fulfillment_url = config.fulfillment.as_ref().and_then(|f| f.url.clone());
+        let worker = Arc::new(Worker::new(
+            store.clone(),
+            api,
+            options.clock.clone(),
+            WorkerSettings {
+                concurrency: config.worker.concurrency,
+                max_attempts: config.worker.max_attempts,
+                lease: Duration::from_secs(config.worker.lease_secs),
+                drain: Duration::from_secs(config.server.drain_timeout_secs),
+                deliver_events: fulfillment_url.is_some(),
+            },
+        ));
+        let outbox = match (&config.fulfillment, fulfillment_url) {
+            (Some(f), Some(url)) => Some(Arc::new(
+                Outbox::new(
+                    store.clone(),
+                    options.clock.clone(),
+                    OutboxSettings {
+                        url,
+                        secret: config.fulfillment_secret()?,
+                        timeout: Duration::from_secs(f.timeout_secs),
+                        give_up_after: Duration::from_secs(f.give_up_after_hours * 3600),
+                    },
+                )
+                .context("cannot build the fulfillment client")?,
+            )),
+            _ => None,
+        };
         Ok(App {
             config,
             listener,
             store,
             options,
+            worker,
+            outbox,
         })
+    }
+
+    /// The worker, to drive one job at a time (`Worker::run_one`) when the
+    /// loop is off (`[worker] enabled = false`).
+    pub fn worker(&self) -> Arc<Worker> {
+        self.worker.clone()
+    }
+
+    pub fn outbox(&self) -> Option<Arc<Outbox>> {
+        self.outbox.clone()
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -89,6 +151,8 @@ impl App {
             listener,
             store,
             options,
+            worker,
+            outbox,
         } = self;
         let accounts = config.resolve_accounts()?;
         let s = &config.server;
@@ -113,7 +177,20 @@ impl App {
             worker = config.worker.enabled,
             "pointhook serving"
         );
+        let worker = config
+            .worker
+            .enabled
+            .then(|| tokio::spawn(worker.run(shutdown.clone())));
+        // The ingest role (`[worker] enabled = false`) dispatches nothing.
+        let outbox = outbox
+            .filter(|_| config.worker.enabled)
+            .map(|o| tokio::spawn(o.run(shutdown.clone())));
         http::serve(listener, settings, ingest, shutdown).await;
+        for task in [worker, outbox].into_iter().flatten() {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "a background task failed");
+            }
+        }
         store.close().await;
         tracing::info!("pointhook stopped");
         Ok(())

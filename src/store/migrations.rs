@@ -57,6 +57,49 @@ const MIGRATIONS: &[&str] = &[
         checked_at INTEGER NOT NULL
     ) STRICT;
     "#,
+    // 2: what the worker decided, the outbox of events, merchant orders.
+    r#"
+    CREATE TABLE decisions (
+        id         INTEGER PRIMARY KEY,
+        account    TEXT    NOT NULL,
+        subject    TEXT    NOT NULL,   -- e.g. merchant_order:123
+        key        TEXT    NOT NULL,   -- e.g. order.released, or with the state seen
+        event_type TEXT    NOT NULL,
+        event_id   TEXT,               -- NULL: recorded without an event (a conflict)
+        job_id     INTEGER,
+        created_at INTEGER NOT NULL,
+        UNIQUE (account, subject, key)
+    ) STRICT;
+
+    CREATE TABLE events (
+        id              TEXT    PRIMARY KEY,   -- evt_…, stable across redeliveries
+        account         TEXT    NOT NULL,
+        type            TEXT    NOT NULL,
+        subject         TEXT    NOT NULL,
+        body            TEXT    NOT NULL,      -- the exact JSON that is POSTed
+        job_id          INTEGER,
+        created_at      INTEGER NOT NULL,
+        state           INTEGER NOT NULL,      -- domain::EventState
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        last_error      TEXT,
+        delivered_at    INTEGER
+    ) STRICT;
+    CREATE INDEX events_due ON events (state, next_attempt_at);
+    CREATE INDEX events_subject ON events (account, subject);
+
+    CREATE TABLE orders (
+        account      TEXT    NOT NULL,
+        order_id     TEXT    NOT NULL,
+        total_amount TEXT,
+        paid_amount  TEXT,
+        released_at  INTEGER,
+        blocked_at   INTEGER,
+        at_risk_at   INTEGER,
+        updated_at   INTEGER NOT NULL,
+        PRIMARY KEY (account, order_id)
+    ) STRICT, WITHOUT ROWID;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -7,7 +7,10 @@
 //! (`wal_autocheckpoint` is off for the writer) so that a commit never waits
 //! for one.
 
+mod decisions;
 mod deliveries;
+mod events;
+mod jobs;
 mod migrations;
 mod sql_enum;
 mod writer;
@@ -20,7 +23,10 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::Notify;
 
+pub use decisions::{Decision, Effects, Guard, Mark, OrderSeen, event_id, rfc3339};
 pub use deliveries::{Ingested, NewDelivery, NewJob, fingerprint};
+pub use events::DueEvent;
+pub use jobs::LeasedJob;
 pub use migrations::LATEST as SCHEMA_VERSION;
 
 use writer::Writer;
@@ -59,6 +65,8 @@ struct Inner {
     threads: Mutex<Threads>,
     /// Signalled when a job may have become runnable.
     jobs_ready: Notify,
+    /// Signalled when an event may be due.
+    events_ready: Notify,
 }
 
 #[derive(Default)]
@@ -89,6 +97,7 @@ impl Store {
                     checkpointer: Some(checkpointer),
                 }),
                 jobs_ready: Notify::new(),
+                events_ready: Notify::new(),
             }),
         })
     }
@@ -136,6 +145,110 @@ impl Store {
     /// Waits until a job may have become runnable.
     pub async fn job_ready(&self) {
         self.inner.jobs_ready.notified().await
+    }
+
+    /// Waits until an event may be due.
+    pub async fn event_ready(&self) {
+        self.inner.events_ready.notified().await
+    }
+
+    /// Makes pending again every job an earlier process left running.
+    pub async fn release_all_leases(&self) -> Result<usize, StoreError> {
+        self.write(jobs::release_all).await
+    }
+
+    pub async fn lease_job(
+        &self,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Option<LeasedJob>, StoreError> {
+        self.write(move |c| jobs::lease_next(c, now, lease_ms))
+            .await
+    }
+
+    /// `false`: the job is no longer ours.
+    pub async fn renew_lease(&self, id: i64, until: i64) -> Result<bool, StoreError> {
+        self.write(move |c| jobs::renew(c, id, until)).await
+    }
+
+    /// Records the job done with its effects; returns the events queued.
+    pub async fn complete_job(
+        &self,
+        job: LeasedJob,
+        effects: Effects,
+        now: i64,
+        deliver_events: bool,
+    ) -> Result<Vec<String>, StoreError> {
+        let emitted = self
+            .write(move |c| jobs::complete(c, &job, &effects, now, deliver_events))
+            .await?;
+        if !emitted.is_empty() {
+            self.inner.events_ready.notify_one();
+        }
+        // A re-run requested while it ran may have made it pending again.
+        self.inner.jobs_ready.notify_one();
+        Ok(emitted)
+    }
+
+    pub async fn retry_job(
+        &self,
+        id: i64,
+        run_at: i64,
+        error: String,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        self.write(move |c| jobs::retry(c, id, run_at, &error, now))
+            .await
+    }
+
+    pub async fn kill_job(&self, id: i64, error: String, now: i64) -> Result<(), StoreError> {
+        self.write(move |c| jobs::kill(c, id, &error, now)).await
+    }
+
+    pub async fn release_job(&self, id: i64, now: i64) -> Result<(), StoreError> {
+        self.write(move |c| jobs::release(c, id, now)).await
+    }
+
+    pub async fn next_job_due(&self) -> Result<Option<i64>, StoreError> {
+        self.read(jobs::next_due).await
+    }
+
+    /// The body of a job's input delivery, and its signature status.
+    pub async fn delivery_body(
+        &self,
+        delivery_id: i64,
+    ) -> Result<Option<(Vec<u8>, crate::domain::SignatureStatus)>, StoreError> {
+        self.read(move |c| jobs::input_body(c, delivery_id)).await
+    }
+
+    pub async fn due_events(&self, now: i64, limit: usize) -> Result<Vec<DueEvent>, StoreError> {
+        self.read(move |c| events::due(c, now, limit)).await
+    }
+
+    pub async fn next_event_due(&self) -> Result<Option<i64>, StoreError> {
+        self.read(events::next_due).await
+    }
+
+    pub async fn event_delivered(&self, id: String, now: i64) -> Result<(), StoreError> {
+        self.write(move |c| events::delivered(c, &id, now)).await
+    }
+
+    pub async fn event_failed(
+        &self,
+        id: String,
+        error: String,
+        next: Option<i64>,
+    ) -> Result<(), StoreError> {
+        self.write(move |c| events::failed(c, &id, &error, next))
+            .await
+    }
+
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    {
+        self.inner.writer.write(f).await
     }
 
     /// Runs `f` on a read connection off the async runtime.

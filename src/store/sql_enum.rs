@@ -4,7 +4,7 @@
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
-use crate::domain::{IntentState, JobKind, JobState, Kind, SignatureStatus};
+use crate::domain::{EventState, IntentState, JobKind, JobState, Kind, SignatureStatus};
 
 macro_rules! sql_enum {
     ($ty:ident { $($variant:ident),+ $(,)? }) => {
@@ -44,6 +44,12 @@ sql_enum!(JobState {
     Running,
     Done,
     Dead
+});
+sql_enum!(EventState {
+    Pending,
+    Delivered,
+    Dead,
+    Stored,
 });
 sql_enum!(SignatureStatus {
     NotChecked,

@@ -22,6 +22,9 @@ pub struct TestConfig {
     pub accounts: String,
     pub extra: String,
     pub clock: Arc<dyn Clock>,
+    /// Run the worker loop (off: tests drive `worker.run_one()`).
+    pub worker_loop: bool,
+    pub api_base: String,
 }
 
 impl Default for TestConfig {
@@ -30,6 +33,8 @@ impl Default for TestConfig {
             accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n".into(),
             extra: String::new(),
             clock: Arc::new(SystemClock),
+            worker_loop: false,
+            api_base: "http://127.0.0.1:9".into(),
         }
     }
 }
@@ -56,11 +61,24 @@ impl TestConfig {
         self
     }
 
+    pub fn api(mut self, base: &str) -> Self {
+        self.api_base = base.to_string();
+        self
+    }
+
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
     pub fn toml(&self, db: &Path) -> String {
         format!(
-            "{extra}\n[storage]\npath = {db:?}\n[api]\nbase_url = \"http://127.0.0.1:9\"\n{accounts}",
+            "{extra}\n[storage]\npath = {db:?}\n[api]\nbase_url = {api:?}\ntimeout_secs = 1\n\
+             requests_per_second = 1000\n[worker]\nenabled = {worker}\nmax_attempts = 6\n{accounts}",
             extra = self.extra,
             db = db.display().to_string(),
+            api = self.api_base,
+            worker = self.worker_loop,
             accounts = self.accounts,
         )
     }
@@ -70,6 +88,8 @@ pub struct TestApp {
     pub addr: SocketAddr,
     pub db_path: PathBuf,
     pub store: Store,
+    pub worker: Arc<pointhook::worker::Worker>,
+    pub outbox: Option<Arc<pointhook::outbox::Outbox>>,
     pub client: reqwest::Client,
     pub shutdown: CancellationToken,
     pub task: JoinHandle<anyhow::Result<()>>,
@@ -103,12 +123,16 @@ pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
         .await
         .expect("app starts");
     let store = app.store().clone();
+    let worker = app.worker();
+    let outbox = app.outbox();
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(app.run(shutdown.clone()));
     TestApp {
         addr,
         db_path,
         store,
+        worker,
+        outbox,
         client: reqwest::Client::new(),
         shutdown,
         task,
@@ -199,6 +223,56 @@ impl TestApp {
         let conn = rusqlite::Connection::open(&self.db_path).unwrap();
         conn.busy_timeout(Duration::from_secs(5)).unwrap();
         conn
+    }
+
+    /// Runs due jobs until none is left.
+    pub async fn run_jobs(&self) -> usize {
+        let mut n = 0;
+        while self.worker.run_one().await.unwrap() == pointhook::worker::Outcome::Done {
+            n += 1;
+            assert!(n < 1000, "jobs keep coming");
+        }
+        n
+    }
+
+    /// Attempts the events due now; returns how many were attempted.
+    pub async fn deliver_events(&self) -> usize {
+        self.outbox
+            .as_ref()
+            .expect("a [fulfillment] url")
+            .deliver_due()
+            .await
+            .unwrap()
+    }
+
+    /// `(type, data)` of every event, oldest first.
+    pub fn events(&self) -> Vec<(String, Value)> {
+        self.db()
+            .prepare("SELECT type, body FROM events ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .unwrap()
+            .map(|r| {
+                let (t, body) = r.unwrap();
+                let body: Value = serde_json::from_str(&body).unwrap();
+                (t, body["data"].clone())
+            })
+            .collect()
+    }
+
+    pub fn event_types(&self) -> Vec<String> {
+        self.events().into_iter().map(|(t, _)| t).collect()
+    }
+
+    /// `(state, attempts, last_error)` of the job with `key`.
+    pub fn job(&self, key: &str) -> (i64, i64, Option<String>) {
+        self.db()
+            .query_row(
+                "SELECT state, attempts, last_error FROM jobs WHERE job_key = ?1",
+                [key],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap()
     }
 
     pub fn count(&self, sql: &str) -> i64 {

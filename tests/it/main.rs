@@ -2,11 +2,13 @@
 //! real pointhook on 127.0.0.1:0 and real SQLite files.
 
 mod helpers;
+mod platform;
 
 mod cli;
 mod coalescing;
 mod durability;
 mod errors;
 mod ingest;
+mod processing;
 mod protections;
 mod signatures;

@@ -1,0 +1,355 @@
+//! The platform API client: reads payments, merchant orders, chargebacks and
+//! payment intents with the account's own token, rate-limited per account
+//! and timed out, and classifies every failure as retryable, not found, or
+//! permanent.
+
+pub mod types;
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use reqwest::StatusCode;
+use serde::de::DeserializeOwned;
+use url::Url;
+
+use crate::config::{Account, ApiConfig};
+use crate::domain::ResourceId;
+use types::{Chargeback, MerchantOrder, Payment, PaymentIntent, PlatformError};
+
+/// What was asked of the API, for logs and the job's error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    Payment,
+    MerchantOrder,
+    Chargeback,
+    PaymentIntent,
+}
+
+impl Endpoint {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::Payment => "payment",
+            Endpoint::MerchantOrder => "merchant_order",
+            Endpoint::Chargeback => "chargeback",
+            Endpoint::PaymentIntent => "payment_intent",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{endpoint} {id}: rate limited by the platform")]
+    RateLimited {
+        endpoint: &'static str,
+        id: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("{endpoint} {id}: the platform answered {status}: {error}")]
+    Server {
+        endpoint: &'static str,
+        id: String,
+        status: u16,
+        error: PlatformError,
+    },
+    #[error("{endpoint} {id}: no answer within the timeout")]
+    Timeout { endpoint: &'static str, id: String },
+    #[error("{endpoint} {id}: cannot reach the platform: {message}")]
+    Connect {
+        endpoint: &'static str,
+        id: String,
+        message: String,
+    },
+    #[error(
+        "{endpoint} {id}: the access token of account {account:?} was refused ({status}): {error}"
+    )]
+    Unauthorized {
+        endpoint: &'static str,
+        id: String,
+        account: String,
+        status: u16,
+        error: PlatformError,
+    },
+    #[error("{endpoint} {id}: not found: {error}")]
+    NotFound {
+        endpoint: &'static str,
+        id: String,
+        error: PlatformError,
+    },
+    #[error("{endpoint} {id}: refused ({status}): {error}")]
+    Refused {
+        endpoint: &'static str,
+        id: String,
+        status: u16,
+        error: PlatformError,
+    },
+    #[error("{endpoint} {id}: unexpected answer: {message}")]
+    Decode {
+        endpoint: &'static str,
+        id: String,
+        message: String,
+    },
+    #[error("no such account {0:?}")]
+    UnknownAccount(String),
+}
+
+/// What the worker should do about an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Try again later (after this long, when the platform said so).
+    Retry(Option<Duration>),
+    /// Not readable yet, perhaps: retried a few times, then permanent.
+    NotFound,
+    Permanent,
+}
+
+impl ApiError {
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            ApiError::RateLimited { retry_after, .. } => ErrorClass::Retry(*retry_after),
+            ApiError::Server { .. } | ApiError::Timeout { .. } | ApiError::Connect { .. } => {
+                ErrorClass::Retry(None)
+            }
+            ApiError::NotFound { .. } => ErrorClass::NotFound,
+            ApiError::Unauthorized { .. }
+            | ApiError::Refused { .. }
+            | ApiError::Decode { .. }
+            | ApiError::UnknownAccount(_) => ErrorClass::Permanent,
+        }
+    }
+}
+
+/// A client for every configured account.
+pub struct ApiClient {
+    http: reqwest::Client,
+    base: Url,
+    intent_path: String,
+    accounts: HashMap<String, AccountClient>,
+}
+
+struct AccountClient {
+    token: crate::config::Secret,
+    limiter: DefaultDirectRateLimiter,
+}
+
+impl ApiClient {
+    pub fn new(config: &ApiConfig, accounts: &[Account]) -> anyhow::Result<ApiClient> {
+        crate::tls::install_default_provider();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(config.timeout_secs))
+            .connect_timeout(Duration::from_secs(config.timeout_secs.min(5)))
+            .user_agent(concat!("pointhook/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        let rps = NonZeroU32::new(config.requests_per_second).unwrap_or(NonZeroU32::MIN);
+        let accounts = accounts
+            .iter()
+            .map(|a| {
+                (
+                    a.name.clone(),
+                    AccountClient {
+                        token: a.access_token.clone(),
+                        limiter: RateLimiter::direct(Quota::per_second(rps)),
+                    },
+                )
+            })
+            .collect();
+        Ok(ApiClient {
+            http,
+            base: config.base_url.clone(),
+            intent_path: config.payment_intent_path.clone(),
+            accounts,
+        })
+    }
+
+    pub async fn payment(&self, account: &str, id: &ResourceId) -> Result<Payment, ApiError> {
+        self.get(
+            account,
+            Endpoint::Payment,
+            &format!("/v1/payments/{id}"),
+            id,
+        )
+        .await
+    }
+
+    pub async fn merchant_order(
+        &self,
+        account: &str,
+        id: &ResourceId,
+    ) -> Result<MerchantOrder, ApiError> {
+        self.get(
+            account,
+            Endpoint::MerchantOrder,
+            &format!("/merchant_orders/{id}"),
+            id,
+        )
+        .await
+    }
+
+    pub async fn chargeback(&self, account: &str, id: &ResourceId) -> Result<Chargeback, ApiError> {
+        self.get(
+            account,
+            Endpoint::Chargeback,
+            &format!("/v1/chargebacks/{id}"),
+            id,
+        )
+        .await
+    }
+
+    pub async fn payment_intent(
+        &self,
+        account: &str,
+        id: &ResourceId,
+    ) -> Result<PaymentIntent, ApiError> {
+        let path = self.intent_path.replace("{id}", id.as_str());
+        self.get(account, Endpoint::PaymentIntent, &path, id).await
+    }
+
+    async fn get<T: DeserializeOwned>(
+        &self,
+        account: &str,
+        endpoint: Endpoint,
+        path: &str,
+        id: &ResourceId,
+    ) -> Result<T, ApiError> {
+        let client = self
+            .accounts
+            .get(account)
+            .ok_or_else(|| ApiError::UnknownAccount(account.to_string()))?;
+        client.limiter.until_ready().await;
+        let url = join(&self.base, path);
+        let name = endpoint.as_str();
+        let started = std::time::Instant::now();
+        let result = self
+            .http
+            .get(url)
+            .bearer_auth(client.token.expose())
+            .header("accept", "application/json")
+            .send()
+            .await;
+        let response = result.map_err(|e| transport_error(name, id, &e))?;
+        let status = response.status();
+        let retry_after = retry_after(response.headers());
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| transport_error(name, id, &e))?;
+        tracing::debug!(
+            endpoint = name,
+            %id,
+            status = status.as_u16(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "API call"
+        );
+        if status.is_success() {
+            return serde_json::from_slice(&body).map_err(|e| ApiError::Decode {
+                endpoint: name,
+                id: id.to_string(),
+                message: e.to_string(),
+            });
+        }
+        let error: PlatformError =
+            serde_json::from_slice(&body).unwrap_or_else(|_| PlatformError {
+                message: Some(String::from_utf8_lossy(&body).chars().take(200).collect()),
+                ..Default::default()
+            });
+        let id = id.to_string();
+        Err(match status {
+            StatusCode::TOO_MANY_REQUESTS => ApiError::RateLimited {
+                endpoint: name,
+                id,
+                retry_after,
+            },
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => ApiError::Unauthorized {
+                endpoint: name,
+                id,
+                account: account.to_string(),
+                status: status.as_u16(),
+                error,
+            },
+            StatusCode::NOT_FOUND => ApiError::NotFound {
+                endpoint: name,
+                id,
+                error,
+            },
+            s if s.is_server_error() || s == StatusCode::REQUEST_TIMEOUT => ApiError::Server {
+                endpoint: name,
+                id,
+                status: s.as_u16(),
+                error,
+            },
+            s => ApiError::Refused {
+                endpoint: name,
+                id,
+                status: s.as_u16(),
+                error,
+            },
+        })
+    }
+}
+
+/// `base` joined with an absolute `path`, keeping any path prefix of `base`.
+fn join(base: &Url, path: &str) -> Url {
+    let mut url = base.clone();
+    let prefix = base.path().trim_end_matches('/');
+    url.set_path(&format!("{prefix}{path}"));
+    url
+}
+
+fn transport_error(endpoint: &'static str, id: &ResourceId, e: &reqwest::Error) -> ApiError {
+    if e.is_timeout() {
+        ApiError::Timeout {
+            endpoint,
+            id: id.to_string(),
+        }
+    } else {
+        ApiError::Connect {
+            endpoint,
+            id: id.to_string(),
+            message: error_chain(e),
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is rare from APIs and is
+/// treated as absent: the usual backoff applies).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_keeps_a_base_path() {
+        let base = Url::parse("http://h:1/api/").unwrap();
+        assert_eq!(
+            join(&base, "/v1/payments/1").as_str(),
+            "http://h:1/api/v1/payments/1"
+        );
+        let base = Url::parse("http://h:1").unwrap();
+        assert_eq!(
+            join(&base, "/v1/payments/1").as_str(),
+            "http://h:1/v1/payments/1"
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! The outbox dispatcher: POSTs each decided event to `[fulfillment] url`,
+//! signed the Standard Webhooks way, until a 2xx; retries with backoff and
+//! gives up after `give_up_after_hours`. The event id is the `webhook-id`,
+//! the same on every attempt, so the merchant can drop repeats.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use crate::clock::Clock;
+use crate::config::Secret;
+use crate::retry::backoff;
+use crate::store::{self, DueEvent, Store, StoreError};
+
+const BATCH: usize = 32;
+const IDLE_MAX: Duration = Duration::from_secs(1);
+
+pub struct OutboxSettings {
+    pub url: Url,
+    pub secret: Option<Secret>,
+    pub timeout: Duration,
+    pub give_up_after: Duration,
+}
+
+pub struct Outbox {
+    store: Store,
+    http: reqwest::Client,
+    clock: Arc<dyn Clock>,
+    url: Url,
+    key: Option<Vec<u8>>,
+    give_up_after_ms: i64,
+}
+
+impl Outbox {
+    pub fn new(
+        store: Store,
+        clock: Arc<dyn Clock>,
+        settings: OutboxSettings,
+    ) -> anyhow::Result<Outbox> {
+        crate::tls::install_default_provider();
+        let http = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .user_agent(concat!("pointhook/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Outbox {
+            store,
+            http,
+            clock,
+            url: settings.url,
+            key: settings.secret.as_ref().map(|s| signing_key(s.expose())),
+            give_up_after_ms: settings.give_up_after.as_millis() as i64,
+        })
+    }
+
+    fn now(&self) -> i64 {
+        store::unix_ms(self.clock.now())
+    }
+
+    /// Attempts every event due now; returns how many were attempted.
+    pub async fn deliver_due(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let due = self.store.due_events(self.now(), BATCH).await?;
+        let n = due.len();
+        let mut attempts = JoinSet::new();
+        for event in due {
+            let me = self.clone();
+            attempts.spawn(async move { me.attempt(event).await });
+        }
+        while let Some(done) = attempts.join_next().await {
+            match done {
+                Ok(Err(e)) => tracing::error!(error = %e, "cannot record a delivery attempt"),
+                Err(e) => tracing::error!(error = %e, "delivery attempt failed to run"),
+                Ok(Ok(())) => {}
+            }
+        }
+        Ok(n)
+    }
+
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        loop {
+            let attempted = tokio::select! {
+                r = self.deliver_due() => r,
+                () = shutdown.cancelled() => break,
+            };
+            if matches!(attempted, Ok(n) if n > 0) {
+                continue;
+            }
+            if let Err(e) = attempted {
+                tracing::error!(error = %e, "cannot read the outbox");
+            }
+            let wait = match self.store.next_event_due().await {
+                Ok(Some(at)) => Duration::from_millis(
+                    (at - self.now()).clamp(0, IDLE_MAX.as_millis() as i64) as u64,
+                ),
+                _ => IDLE_MAX,
+            };
+            tokio::select! {
+                () = self.store.event_ready() => {}
+                () = tokio::time::sleep(wait) => {}
+                () = shutdown.cancelled() => break,
+            }
+        }
+        tracing::info!("outbox stopped");
+    }
+
+    async fn attempt(&self, event: DueEvent) -> Result<(), StoreError> {
+        let timestamp = self.now() / 1000;
+        let mut request = self
+            .http
+            .post(self.url.clone())
+            .header("content-type", "application/json")
+            .header("webhook-id", &event.id)
+            .header("webhook-timestamp", timestamp.to_string());
+        if let Some(key) = &self.key {
+            request = request.header(
+                "webhook-signature",
+                sign(key, &event.id, timestamp, &event.body),
+            );
+        }
+        let result = request.body(event.body.clone()).send().await;
+        let error = match result {
+            Ok(r) if r.status().is_success() => {
+                tracing::info!(event_id = %event.id, status = r.status().as_u16(), "event delivered");
+                return self.store.event_delivered(event.id, self.now()).await;
+            }
+            Ok(r) => format!("the endpoint answered {}", r.status()),
+            Err(e) if e.is_timeout() => "the endpoint did not answer in time".to_string(),
+            Err(e) => format!("cannot reach the endpoint: {e}"),
+        };
+        let now = self.now();
+        let attempt = event.attempts + 1;
+        let next = now + backoff(attempt).as_millis() as i64;
+        let next = (next - event.created_at < self.give_up_after_ms).then_some(next);
+        match next {
+            Some(_) => {
+                tracing::warn!(event_id = %event.id, attempt, error = %error, "event not delivered; will retry")
+            }
+            None => {
+                tracing::error!(event_id = %event.id, attempt, error = %error, "event given up")
+            }
+        }
+        self.store.event_failed(event.id, error, next).await
+    }
+}
+
+/// The HMAC key: a `whsec_` secret is base64 after the prefix; anything else
+/// is used as its bytes.
+pub fn signing_key(secret: &str) -> Vec<u8> {
+    match secret.strip_prefix("whsec_") {
+        Some(b64) => BASE64
+            .decode(b64)
+            .unwrap_or_else(|_| secret.as_bytes().to_vec()),
+        None => secret.as_bytes().to_vec(),
+    }
+}
+
+/// `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`.
+pub fn sign(key: &[u8], id: &str, timestamp: i64, body: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any size");
+    mac.update(id.as_bytes());
+    mac.update(b".");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body.as_bytes());
+    format!("v1,{}", BASE64.encode(mac.finalize().into_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whsec_secrets_are_base64_after_the_prefix() {
+        assert_eq!(signing_key("whsec_aGVsbG8="), b"hello");
+        assert_eq!(signing_key("plain"), b"plain");
+    }
+
+    #[test]
+    fn signatures_verify_with_an_independent_implementation() {
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let body = r#"{"id":"evt_1","type":"order.released"}"#;
+        let ts = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let signature = sign(&signing_key(secret), "evt_1", ts, body);
+        let wh = standardwebhooks::Webhook::new(secret).unwrap();
+        let mut headers = http::HeaderMap::new();
+        headers.insert("webhook-id", "evt_1".parse().unwrap());
+        headers.insert("webhook-timestamp", ts.to_string().parse().unwrap());
+        headers.insert("webhook-signature", signature.parse().unwrap());
+        wh.verify(body.as_bytes(), &headers).expect("verifies");
+        headers.insert("webhook-id", "evt_2".parse().unwrap());
+        assert!(wh.verify(body.as_bytes(), &headers).is_err());
+    }
+}

@@ -1,0 +1,38 @@
+//! The one backoff schedule: jobs and outbound events both use it.
+
+use std::time::Duration;
+
+use rand::RngExt;
+
+const FIRST: Duration = Duration::from_secs(1);
+const CAP: Duration = Duration::from_secs(300);
+
+/// The delay after failed attempt number `attempt` (from 1): 1 s, doubling,
+/// capped at 5 minutes, with ±20 % jitter so that work that failed together
+/// does not retry together.
+pub fn backoff(attempt: u32) -> Duration {
+    let base = FIRST
+        .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
+        .min(CAP);
+    base.mul_f64(rand::rng().random_range(0.8..1.2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_from_one_second_to_five_minutes() {
+        for (attempt, secs) in [
+            (1, 1.0),
+            (2, 2.0),
+            (3, 4.0),
+            (9, 256.0),
+            (10, 300.0),
+            (40, 300.0),
+        ] {
+            let d = backoff(attempt).as_secs_f64();
+            assert!(d >= secs * 0.8 && d <= secs * 1.2, "attempt {attempt}: {d}");
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! The worker: lease a due job, run its handler, and record the outcome
+//! (done with its effects, retry with backoff, or dead) in one transaction.
+//!
+//! `run_one` is one step (`Outcome::Done` or `Outcome::Empty`), which tests
+//! drive directly; `run` is the loop around it: up to `concurrency` jobs at
+//! once, woken at once by a new job, asleep until the next one is due.
+
+mod handlers;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use crate::api::{ApiClient, ApiError, ErrorClass};
+use crate::clock::Clock;
+use crate::retry::backoff;
+use crate::store::{self, LeasedJob, Store, StoreError};
+
+/// Attempts a job gets while the API answers 404 before the resource is
+/// considered gone (a notification can arrive before its resource reads).
+const NOT_FOUND_ATTEMPTS: u32 = 5;
+/// Longest sleep while idle, as a safety net for missed wake-ups.
+const IDLE_MAX: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    pub concurrency: usize,
+    pub max_attempts: u32,
+    pub lease: Duration,
+    /// Jobs still running this long after shutdown are stopped and their
+    /// leases released.
+    pub drain: Duration,
+    /// Whether events go to a fulfillment URL (or are only stored).
+    pub deliver_events: bool,
+}
+
+pub struct Worker {
+    store: Store,
+    api: Arc<ApiClient>,
+    clock: Arc<dyn Clock>,
+    settings: WorkerSettings,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A job ran (whatever its result).
+    Done,
+    /// Nothing is due.
+    Empty,
+}
+
+/// Why a job did not decide.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("{reason}")]
+    Retry {
+        reason: String,
+        after: Option<Duration>,
+    },
+    #[error("{0}")]
+    Permanent(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl JobError {
+    fn from_api(e: ApiError, attempt: u32) -> JobError {
+        match e.class() {
+            ErrorClass::Retry(after) => JobError::Retry {
+                reason: e.to_string(),
+                after,
+            },
+            ErrorClass::NotFound if attempt < NOT_FOUND_ATTEMPTS => JobError::Retry {
+                reason: e.to_string(),
+                after: None,
+            },
+            ErrorClass::NotFound | ErrorClass::Permanent => JobError::Permanent(e.to_string()),
+        }
+    }
+}
+
+impl Worker {
+    pub fn new(
+        store: Store,
+        api: Arc<ApiClient>,
+        clock: Arc<dyn Clock>,
+        settings: WorkerSettings,
+    ) -> Worker {
+        Worker {
+            store,
+            api,
+            clock,
+            settings,
+        }
+    }
+
+    fn now(&self) -> i64 {
+        store::unix_ms(self.clock.now())
+    }
+
+    /// Leases one due job and runs it to its outcome.
+    pub async fn run_one(&self) -> Result<Outcome, StoreError> {
+        match self.lease().await? {
+            Some(job) => {
+                self.execute(job).await?;
+                Ok(Outcome::Done)
+            }
+            None => Ok(Outcome::Empty),
+        }
+    }
+
+    async fn lease(&self) -> Result<Option<LeasedJob>, StoreError> {
+        self.store
+            .lease_job(self.now(), self.settings.lease.as_millis() as i64)
+            .await
+    }
+
+    /// Runs the loop until `shutdown`; then lets running jobs finish for
+    /// the drain time and releases the leases of those that did not.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        match self.store.release_all_leases().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(jobs = n, "released the leases of an earlier process"),
+            Err(e) => tracing::error!(error = %e, "cannot release earlier leases"),
+        }
+        let slots = Arc::new(Semaphore::new(self.settings.concurrency));
+        let tracker = TaskTracker::new();
+        let hard_stop = CancellationToken::new();
+        loop {
+            let permit = tokio::select! {
+                p = slots.clone().acquire_owned() => p,
+                () = shutdown.cancelled() => break,
+            };
+            let Ok(permit) = permit else { break };
+            match self.lease().await {
+                Ok(Some(job)) => {
+                    let worker = self.clone();
+                    let hard_stop = hard_stop.clone();
+                    tracker.spawn(async move {
+                        let id = job.id;
+                        tokio::select! {
+                            r = worker.execute(job) => {
+                                if let Err(e) = r {
+                                    tracing::error!(job_id = id, error = %e, "cannot record a job's outcome");
+                                }
+                            }
+                            () = hard_stop.cancelled() => {
+                                let _ = worker.store.release_job(id, worker.now()).await;
+                                tracing::warn!(job_id = id, "stopped at shutdown; lease released");
+                            }
+                        }
+                        drop(permit);
+                    });
+                }
+                Ok(None) => {
+                    drop(permit);
+                    let wait = self.idle_wait().await;
+                    tokio::select! {
+                        () = self.store.job_ready() => {}
+                        () = tokio::time::sleep(wait) => {}
+                        () = shutdown.cancelled() => break,
+                    }
+                }
+                Err(e) => {
+                    drop(permit);
+                    tracing::error!(error = %e, "cannot lease a job");
+                    tokio::select! {
+                        () = tokio::time::sleep(IDLE_MAX) => {}
+                        () = shutdown.cancelled() => break,
+                    }
+                }
+            }
+        }
+        tracker.close();
+        if tokio::time::timeout(self.settings.drain, tracker.wait())
+            .await
+            .is_err()
+        {
+            hard_stop.cancel();
+            tracker.wait().await;
+        }
+        tracing::info!("worker stopped");
+    }
+
+    /// How long to sleep with nothing due: until the next job is, at most
+    /// `IDLE_MAX`.
+    async fn idle_wait(&self) -> Duration {
+        match self.store.next_job_due().await {
+            Ok(Some(at)) => {
+                Duration::from_millis((at - self.now()).clamp(0, IDLE_MAX.as_millis() as i64) as u64)
+            }
+            _ => IDLE_MAX,
+        }
+    }
+
+    async fn execute(&self, job: LeasedJob) -> Result<(), StoreError> {
+        let span = tracing::info_span!("job", job_id = job.id, key = %job.key, account = %job.account, attempt = job.attempt);
+        async {
+            let renewal = CancellationToken::new();
+            let renewer = tokio::spawn(renew_lease(
+                self.store.clone(),
+                self.clock.clone(),
+                job.id,
+                self.settings.lease,
+                renewal.clone(),
+            ));
+            let result = handlers::run(&self.api, &self.store, &job).await;
+            renewal.cancel();
+            let _ = renewer.await;
+            self.finish(job, result).await
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn finish(
+        &self,
+        job: LeasedJob,
+        result: Result<store::Effects, JobError>,
+    ) -> Result<(), StoreError> {
+        let now = self.now();
+        match result {
+            Ok(effects) => {
+                let events = self
+                    .store
+                    .complete_job(job, effects, now, self.settings.deliver_events)
+                    .await?;
+                tracing::debug!(events = events.len(), "job done");
+            }
+            Err(JobError::Retry { reason, .. }) if job.attempt >= self.settings.max_attempts => {
+                tracing::error!(error = %reason, "job dead: out of attempts");
+                self.store
+                    .kill_job(
+                        job.id,
+                        format!("after {} attempts: {reason}", job.attempt),
+                        now,
+                    )
+                    .await?;
+            }
+            Err(JobError::Retry { reason, after }) => {
+                let delay = after.unwrap_or_else(|| backoff(job.attempt));
+                tracing::warn!(error = %reason, retry_in_ms = delay.as_millis() as u64, "job will be retried");
+                self.store
+                    .retry_job(job.id, now + delay.as_millis() as i64, reason, now)
+                    .await?;
+            }
+            Err(JobError::Permanent(reason)) => {
+                tracing::error!(error = %reason, "job dead");
+                self.store.kill_job(job.id, reason, now).await?;
+            }
+            Err(JobError::Store(e)) => {
+                tracing::warn!(error = %e, "job hit a storage error; will be retried");
+                let delay = backoff(job.attempt);
+                self.store
+                    .retry_job(job.id, now + delay.as_millis() as i64, e.to_string(), now)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn renew_lease(
+    store: Store,
+    clock: Arc<dyn Clock>,
+    id: i64,
+    lease: Duration,
+    stop: CancellationToken,
+) {
+    let mut every = tokio::time::interval(lease / 3);
+    every.tick().await;
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        let until = store::unix_ms(clock.now()) + lease.as_millis() as i64;
+        match store.renew_lease(id, until).await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(job_id = id, "lease lost"),
+            Err(e) => tracing::warn!(job_id = id, error = %e, "cannot renew the lease"),
+        }
+    }
+}

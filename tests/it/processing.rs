@@ -1,0 +1,596 @@
+//! The worker, the rules and the events, against a real HTTP stand-in for
+//! the platform API. Tests drive the worker one job at a time and move a
+//! manual clock, so retries and backoff need no sleeping.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use pointhook::clock::ManualClock;
+use serde_json::json;
+
+use crate::helpers::*;
+use crate::platform::*;
+
+const ORDER: &str = "4945357007";
+const PAYMENT: &str = "123456789";
+
+async fn setup(merchant: Option<&Merchant>) -> (FakeApi, TestApp, Arc<ManualClock>) {
+    let api = FakeApi::start().await;
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let mut config = TestConfig::default().api(&api.uri()).clock(clock.clone());
+    if let Some(m) = merchant {
+        config = config.extra(&m.config());
+    }
+    let app = spawn_app_with(config).await;
+    (api, app, clock)
+}
+
+fn paid_order(api: &FakeApi, shipment: Option<&str>) {
+    api.payment(PAYMENT, "approved", "100.5", Some(ORDER));
+    api.order(
+        ORDER,
+        "350.5",
+        &[
+            (PAYMENT, "100.5", "approved"),
+            ("23064274473", "250", "approved"),
+        ],
+        shipment,
+    );
+}
+
+#[tokio::test]
+async fn an_approved_payment_releases_its_order_once() {
+    let merchant = Merchant::start().await;
+    let (api, app, _) = setup(Some(&merchant)).await;
+    paid_order(&api, Some("ready_to_ship"));
+    for name in [
+        "ipn-payment.json",
+        "ipn-payment.json",
+        "webhook-payment.json",
+        "ipn-merchant-order.json",
+        "webhook-merchant-order.json",
+    ] {
+        assert_eq!(app.post_fixture(&fixture(name)).await.status(), 200);
+    }
+    app.run_jobs().await;
+    let events = app.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let (kind, data) = &events[0];
+    assert_eq!(kind, "order.released");
+    assert_eq!(data["merchant_order_id"], json!(4945357007u64));
+    assert_eq!(data["total_amount"], "350.50");
+    assert_eq!(data["paid_amount"], "350.50");
+    assert_eq!(data["payment_ids"], json!([123456789u64, 23064274473u64]));
+    assert_eq!(data["external_reference"], format!("ref-{ORDER}"));
+    assert!(
+        api.authorization_headers()
+            .await
+            .iter()
+            .all(|h| h == "Bearer tok")
+    );
+
+    // Notified again later: decided already, nothing new.
+    app.post_fixture(&fixture("ipn-payment.json")).await;
+    app.run_jobs().await;
+    assert_eq!(app.events().len(), 1);
+
+    assert_eq!(app.deliver_events().await, 1);
+    let received = merchant.received().await;
+    assert_eq!(received.len(), 1);
+    let r = &received[0];
+    let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(body["type"], "order.released");
+    assert_eq!(body["account"], "default");
+    assert!(body["id"].as_str().unwrap().starts_with("evt_"));
+    assert!(body["created_at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(
+        r.headers["webhook-id"].to_str().unwrap(),
+        body["id"].as_str().unwrap()
+    );
+    let wh = standardwebhooks::Webhook::new(MERCHANT_SECRET).unwrap();
+    let mut headers = http::HeaderMap::new();
+    for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+        headers.insert(name, r.headers[name].to_str().unwrap().parse().unwrap());
+    }
+    wh.verify(&r.body, &headers)
+        .expect("the merchant can verify the signature");
+    assert_eq!(app.deliver_events().await, 0, "delivered once");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn not_paid_then_awaiting_shipment_then_released_never_back() {
+    let (api, app, _) = setup(None).await;
+    let notify = || app.post("topic=merchant_order&id=4945357007", &[], None);
+    api.order(
+        ORDER,
+        "100",
+        &[("1", "60", "approved"), ("2", "40", "rejected")],
+        None,
+    );
+    notify().await;
+    app.run_jobs().await;
+    assert!(app.events().is_empty(), "not paid: no event");
+
+    api.order(
+        ORDER,
+        "100",
+        &[("1", "60", "approved"), ("2", "40", "approved")],
+        Some("pending"),
+    );
+    notify().await;
+    app.run_jobs().await;
+    notify().await;
+    app.run_jobs().await;
+    assert_eq!(app.event_types(), ["order.awaiting_shipment"]);
+
+    api.order(
+        ORDER,
+        "100",
+        &[("1", "60", "approved"), ("2", "40", "approved")],
+        Some("ready_to_ship"),
+    );
+    notify().await;
+    app.run_jobs().await;
+    api.order(
+        ORDER,
+        "100",
+        &[("1", "60", "approved"), ("2", "40", "approved")],
+        Some("shipped"),
+    );
+    notify().await;
+    app.run_jobs().await;
+    assert_eq!(
+        app.event_types(),
+        ["order.awaiting_shipment", "order.released"]
+    );
+    let (paid, released): (String, Option<i64>) = app
+        .db()
+        .query_row("SELECT paid_amount, released_at FROM orders", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(paid, "100.00");
+    assert!(released.is_some());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn amounts_are_exact_decimals() {
+    let (api, app, _) = setup(None).await;
+    api.order(
+        ORDER,
+        "0.8",
+        &[("1", "0.7", "approved"), ("2", "0.1", "approved")],
+        None,
+    );
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+    app.run_jobs().await;
+    let events = app.events();
+    assert_eq!(events[0].0, "order.released");
+    assert_eq!(events[0].1["paid_amount"], "0.80");
+    app.stop().await;
+}
+
+fn intent_body(id: &str, state: &str, payment: Option<&str>) -> serde_json::Value {
+    let mut body = json!({
+        "id": id, "state": state, "amount": 1500, "caller_id": 9876543, "client_id": 1234567890,
+        "additional_info": {"external_reference": "table-12-order-881", "ticket_number": "39SHDKKDJ"},
+    });
+    if let Some(p) = payment {
+        body["payment"] =
+            json!({"id": p.parse::<u64>().unwrap(), "state": "approved", "type": "credit_card"});
+    }
+    body
+}
+
+#[tokio::test]
+async fn every_row_of_the_intent_table() {
+    let (api, app, _) = setup(None).await;
+    let rows: &[(&str, Option<&str>, Option<&str>)] = &[
+        (
+            "FINISHED",
+            Some("approved"),
+            Some("payment_intent.finished"),
+        ),
+        (
+            "FINISHED",
+            Some("rejected"),
+            Some("payment_intent.not_approved"),
+        ),
+        (
+            "CONFIRMATION_REQUIRED",
+            Some("approved"),
+            Some("payment_intent.confirmed"),
+        ),
+        (
+            "CONFIRMATION_REQUIRED",
+            Some("rejected"),
+            Some("payment_intent.not_approved"),
+        ),
+        (
+            "CONFIRMATION_REQUIRED",
+            Some("cancelled"),
+            Some("payment_intent.not_approved"),
+        ),
+        (
+            "CONFIRMATION_REQUIRED",
+            Some("refunded"),
+            Some("payment_intent.not_approved"),
+        ),
+        (
+            "CONFIRMATION_REQUIRED",
+            Some("charged_back"),
+            Some("payment_intent.not_approved"),
+        ),
+        ("CONFIRMATION_REQUIRED", Some("pending"), None),
+        ("CONFIRMATION_REQUIRED", Some("in_process"), None),
+        ("CONFIRMATION_REQUIRED", Some("authorized"), None),
+        ("CANCELED", None, Some("payment_intent.canceled")),
+        ("ERROR", None, Some("payment_intent.error")),
+    ];
+    for (i, (state, status, expected)) in rows.iter().enumerate() {
+        let intent = format!("intent-{i}");
+        let payment = status.map(|_| format!("{}", 5000 + i));
+        if let (Some(p), Some(s)) = (&payment, status) {
+            // The notification says "approved"; only the fetched status counts.
+            api.payment(p, s, "15", None);
+        }
+        let before = app.events().len();
+        app.post_json("", &intent_body(&intent, state, payment.as_deref()))
+            .await;
+        app.run_jobs().await;
+        let events = app.events();
+        match expected {
+            Some(t) => {
+                assert_eq!(events.len(), before + 1, "{state} {status:?}");
+                let (kind, data) = events.last().unwrap();
+                assert_eq!(kind, t, "{state} {status:?}");
+                assert_eq!(data["payment_intent_id"], intent.as_str());
+                assert_eq!(data["external_reference"], "table-12-order-881");
+                assert_eq!(data["ticket_number"], "39SHDKKDJ");
+                match &payment {
+                    Some(p) => assert_eq!(data["payment_id"], json!(p.parse::<u64>().unwrap())),
+                    None => assert!(data["payment_id"].is_null()),
+                }
+            }
+            None => {
+                assert_eq!(
+                    events.len(),
+                    before,
+                    "{state} {status:?}: still being decided"
+                );
+                let (job_state, attempts, error) = app.job(&format!("intent:{intent}:{state}"));
+                assert_eq!((job_state, attempts), (0, 1), "retried later");
+                assert!(error.unwrap().contains("still being decided"));
+            }
+        }
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn confirmation_required_is_confirmed_once_the_payment_is() {
+    let (api, app, clock) = setup(None).await;
+    api.payment("777", "in_process", "15", None);
+    app.post_fixture(&fixture("intent-confirmation-required.json"))
+        .await;
+    // The fixture names payment 123456789.
+    api.payment(PAYMENT, "in_process", "15", None);
+    app.run_jobs().await;
+    assert!(app.events().is_empty());
+    api.payment(PAYMENT, "approved", "15", None);
+    app.run_jobs().await;
+    assert!(app.events().is_empty(), "not due yet");
+    clock.advance(Duration::from_secs(3));
+    app.run_jobs().await;
+    assert_eq!(app.event_types(), ["payment_intent.confirmed"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn point_integration_notifications_fetch_the_intent() {
+    let (api, app, _) = setup(None).await;
+    let id = "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1";
+    api.intent(id, "ON_TERMINAL", None);
+    app.post_fixture(&fixture("ipn-point-integration.json"))
+        .await;
+    app.run_jobs().await;
+    assert!(app.events().is_empty(), "not final yet");
+    assert_eq!(app.job(&format!("payment_intent:{id}")).0, 2, "done");
+
+    api.intent(id, "FINISHED", Some(PAYMENT));
+    api.payment(PAYMENT, "approved", "15", None);
+    app.post(
+        &format!("type=point_integration_wh&data.id={id}"),
+        &[],
+        None,
+    )
+    .await;
+    app.run_jobs().await;
+    assert_eq!(app.event_types(), ["payment_intent.finished"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_contradicting_final_state_is_recorded_as_a_conflict() {
+    let (api, app, _) = setup(None).await;
+    api.payment(PAYMENT, "approved", "15", None);
+    app.post_fixture(&fixture("intent-finished.json")).await;
+    app.run_jobs().await;
+    app.post_fixture(&fixture("intent-canceled.json")).await;
+    app.run_jobs().await;
+    assert_eq!(app.event_types(), ["payment_intent.finished"]);
+    assert_eq!(
+        app.count("SELECT count(*) FROM decisions WHERE key = 'conflict:payment_intent.canceled'"),
+        1
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn chargebacks_are_told_once_per_status_and_flag_released_orders() {
+    let (api, app, _) = setup(None).await;
+    paid_order(&api, None);
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+    app.run_jobs().await;
+    let mut cb = json!({
+        "id": "43589345903450", "payments": [123456789u64], "currency": "ARS", "amount": 100.2,
+        "reason": "fraud", "coverage_applied": null, "documentation_status": "not_supplied",
+    });
+    api.set("/v1/chargebacks/43589345903450", cb.clone());
+    for _ in 0..2 {
+        app.post_fixture(&fixture("ipn-chargeback.json")).await;
+        app.run_jobs().await;
+    }
+    assert_eq!(
+        app.event_types(),
+        ["order.released", "chargeback.updated", "order.at_risk"]
+    );
+    cb["documentation_status"] = json!("valid");
+    api.set("/v1/chargebacks/43589345903450", cb);
+    app.post(
+        "type=topic_chargebacks_wh&data.id=43589345903450",
+        &[],
+        None,
+    )
+    .await;
+    app.run_jobs().await;
+    let events = app.events();
+    assert_eq!(
+        events.iter().map(|e| e.0.as_str()).collect::<Vec<_>>(),
+        [
+            "order.released",
+            "chargeback.updated",
+            "order.at_risk",
+            "chargeback.updated"
+        ]
+    );
+    assert_eq!(events[1].1["amount"], "100.20");
+    assert_eq!(events[2].1["merchant_order_id"], json!(4945357007u64));
+    assert_eq!(events[3].1["documentation_status"], "valid");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_payment_before_its_order_is_readable_is_retried() {
+    let (api, app, clock) = setup(None).await;
+    api.payment(PAYMENT, "approved", "350.5", Some(ORDER));
+    app.post_fixture(&fixture("ipn-payment.json")).await;
+    app.run_jobs().await;
+    let (state, attempts, error) = app.job("payment:123456789");
+    assert_eq!((state, attempts), (0, 1));
+    assert!(error.unwrap().contains("not found"));
+    api.order(ORDER, "350.5", &[(PAYMENT, "350.5", "approved")], None);
+    clock.advance(Duration::from_secs(2));
+    app.run_jobs().await;
+    assert_eq!(app.event_types(), ["order.released"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_resource_that_never_appears_is_given_up() {
+    let (_api, app, clock) = setup(None).await;
+    app.post("topic=merchant_order&id=404404", &[], None).await;
+    for _ in 0..10 {
+        app.run_jobs().await;
+        clock.advance(Duration::from_secs(400));
+    }
+    let (state, attempts, error) = app.job("merchant_order:404404");
+    assert_eq!(
+        (state, attempts),
+        (3, 5),
+        "dead after the not-found attempts"
+    );
+    assert!(error.unwrap().contains("not found"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn api_faults_end_in_success() {
+    let (api, app, clock) = setup(None).await;
+    paid_order(&api, None);
+    let order_path = "/merchant_orders/4945357007";
+    api.fail_next(order_path, 1, status(500)).await;
+    api.fail_next(order_path, 1, status(429).insert_header("retry-after", "7"))
+        .await;
+    api.fail_next(order_path, 1, slow(Duration::from_secs(3)))
+        .await;
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+
+    app.run_jobs().await;
+    let (_, _, error) = app.job("merchant_order:4945357007");
+    assert!(error.unwrap().contains("500"));
+
+    clock.advance(Duration::from_secs(2));
+    app.run_jobs().await;
+    let (_, attempts, error) = app.job("merchant_order:4945357007");
+    assert_eq!(attempts, 2);
+    assert!(error.unwrap().contains("rate limited"));
+    let run_at: i64 = app
+        .db()
+        .query_row("SELECT run_at - updated_at FROM jobs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(run_at, 7000, "Retry-After honoured");
+
+    clock.advance(Duration::from_secs(7));
+    app.run_jobs().await;
+    let (_, _, error) = app.job("merchant_order:4945357007");
+    assert!(error.unwrap().contains("timeout"));
+
+    clock.advance(Duration::from_secs(10));
+    app.run_jobs().await;
+    assert_eq!(app.event_types(), ["order.released"]);
+    assert_eq!(app.job("merchant_order:4945357007").0, 2);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_job_is_dead_after_max_attempts() {
+    let (api, app, clock) = setup(None).await;
+    api.fail_next("/merchant_orders/1", 100, status(503)).await;
+    app.post("topic=merchant_order&id=1", &[], None).await;
+    for _ in 0..10 {
+        app.run_jobs().await;
+        clock.advance(Duration::from_secs(400));
+    }
+    let (state, attempts, error) = app.job("merchant_order:1");
+    assert_eq!((state, attempts), (3, 6));
+    assert!(error.unwrap().contains("503"));
+    assert_eq!(api.calls("/merchant_orders/1").await, 6);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_refused_token_is_permanent_and_named() {
+    let (api, app, _) = setup(None).await;
+    api.fail_next("/merchant_orders/1", 100, status(401)).await;
+    app.post("topic=merchant_order&id=1", &[], None).await;
+    app.run_jobs().await;
+    let (state, attempts, error) = app.job("merchant_order:1");
+    assert_eq!((state, attempts), (3, 1));
+    assert!(
+        error
+            .unwrap()
+            .contains("access token of account \"default\" was refused")
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_merchant_down_then_up_gets_every_event_with_a_stable_id() {
+    let merchant = Merchant::start().await;
+    let (api, app, clock) = setup(Some(&merchant)).await;
+    merchant.fail_next(2, 503).await;
+    paid_order(&api, None);
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+    app.run_jobs().await;
+    for _ in 0..3 {
+        app.deliver_events().await;
+        clock.advance(Duration::from_secs(10));
+    }
+    let received = merchant.received().await;
+    assert_eq!(received.len(), 3);
+    let ids: Vec<&str> = received
+        .iter()
+        .map(|r| r.headers["webhook-id"].to_str().unwrap())
+        .collect();
+    assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+    let (state, attempts): (i64, i64) = app
+        .db()
+        .query_row("SELECT state, attempts FROM events", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((state, attempts), (1, 3), "delivered on the third attempt");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn events_are_given_up_after_the_horizon() {
+    let merchant = Merchant::start().await;
+    let (api, app, clock) = setup(Some(&merchant)).await;
+    merchant.fail_next(1000, 500).await;
+    paid_order(&api, None);
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+    app.run_jobs().await;
+    for _ in 0..5 {
+        app.deliver_events().await;
+        clock.advance(Duration::from_secs(30 * 3600));
+    }
+    let state: i64 = app
+        .db()
+        .query_row("SELECT state FROM events", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(state, 2, "dead after give_up_after_hours");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_fulfillment_url_events_are_stored_only() {
+    let (api, app, _) = setup(None).await;
+    paid_order(&api, None);
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+    app.run_jobs().await;
+    let state: i64 = app
+        .db()
+        .query_row("SELECT state FROM events", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(state, 3);
+    assert!(app.outbox.is_none());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn racing_notifications_release_an_order_exactly_once() {
+    let api = FakeApi::start().await;
+    paid_order(&api, None);
+    let app = spawn_app_with(TestConfig {
+        worker_loop: true,
+        ..TestConfig::default().api(&api.uri())
+    })
+    .await;
+    let mut posts = Vec::new();
+    for i in 0..40 {
+        let client = app.client.clone();
+        let query = if i % 2 == 0 {
+            "topic=payment&id=123456789"
+        } else {
+            "topic=merchant_order&id=4945357007"
+        };
+        let url = app.url(&format!("/notifications?{query}"));
+        posts.push(tokio::spawn(async move {
+            client.post(url).send().await.unwrap().status()
+        }));
+    }
+    for p in posts {
+        assert_eq!(p.await.unwrap(), 200);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while app.count("SELECT count(*) FROM jobs WHERE state != 2") > 0 {
+        assert!(std::time::Instant::now() < deadline, "jobs did not finish");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(app.event_types(), ["order.released"]);
+    assert_eq!(app.count("SELECT count(*) FROM decisions"), 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn with_the_worker_off_nothing_is_fetched() {
+    let api = FakeApi::start().await;
+    paid_order(&api, None);
+    let app = spawn_app_with(TestConfig::default().api(&api.uri())).await;
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(api.calls("/merchant_orders/4945357007").await, 0);
+    assert_eq!(app.job("merchant_order:4945357007").0, 0);
+    app.stop().await;
+}
