@@ -29,7 +29,7 @@ pub mod outbox;
 mod retry;
 pub mod rules;
 pub mod store;
-mod tls;
+pub mod tls;
 pub mod worker;
 
 use std::net::SocketAddr;

@@ -5,6 +5,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::helpers::*;
+use crate::platform::{FakeApi, Merchant};
 
 /// The real binary, serving on an ephemeral port.
 struct Served {
@@ -43,13 +44,20 @@ fn start_binary(config: &std::path::Path) -> Served {
 }
 
 fn write_config(dir: &std::path::Path) -> std::path::PathBuf {
+    write_config_with(
+        dir,
+        "[worker]\nenabled = false\n[api]\nbase_url = \"http://127.0.0.1:9\"\n",
+    )
+}
+
+fn write_config_with(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
     let db = dir.join("pointhook.db");
     let config = dir.join("pointhook.toml");
     std::fs::write(
         &config,
         format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = {:?}\n[api]\nbase_url = \"http://127.0.0.1:9\"\n\
-             [worker]\nenabled = false\n[[accounts]]\nname = \"default\"\naccess_token = \"t\"\n",
+            "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = {:?}\n{extra}\
+             [[accounts]]\nname = \"default\"\naccess_token = \"t\"\n",
             db.display().to_string()
         ),
     )
@@ -63,7 +71,7 @@ async fn every_acknowledged_delivery_survives_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path());
     let mut served = start_binary(&config);
-    let client = reqwest::Client::new();
+    let client = client();
 
     // A burst, killed while part of it is still in flight.
     let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -159,7 +167,7 @@ async fn sigterm_drains_an_in_flight_request_and_exits() {
 
     // New connections are refused while the old one finishes.
     assert!(
-        reqwest::Client::new()
+        client()
             .post(format!(
                 "http://{}/notifications?topic=payment&id=late",
                 served.addr
@@ -213,4 +221,100 @@ async fn in_process_shutdown_waits_for_the_request_in_flight() {
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
     assert_eq!(app.count("SELECT count(*) FROM deliveries"), 1);
     app.stop().await;
+}
+
+#[tokio::test]
+async fn kill_9_in_the_middle_of_processing_loses_and_repeats_nothing() {
+    init_logs();
+    const ORDERS: usize = 20;
+    let api = FakeApi::start().await;
+    let merchant = Merchant::start().await;
+    for i in 0..ORDERS {
+        let (payment, order) = (format!("{}", 5_000 + i), format!("{}", 9_000 + i));
+        api.payment(&payment, "approved", "10", Some(&order));
+        api.order(&order, "10", &[(&payment, "10", "approved")], None);
+    }
+    // Slow enough that the kill lands while jobs are in flight.
+    api.set_delay(Duration::from_millis(100));
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config_with(
+        dir.path(),
+        &format!(
+            "[api]\nbase_url = \"{}\"\ntimeout_secs = 5\nrequests_per_second = 1000\n\
+             [worker]\nconcurrency = 4\n{}",
+            api.uri(),
+            merchant.config()
+        ),
+    );
+    let mut served = start_binary(&config);
+    let client = client();
+    for i in 0..ORDERS {
+        let url = format!(
+            "http://{}/notifications?topic=payment&id={}",
+            served.addr,
+            5_000 + i
+        );
+        assert_eq!(client.post(url).send().await.unwrap().status(), 200);
+    }
+    let db = dir.path().join("pointhook.db");
+    let events = |db: &std::path::Path| -> i64 {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        conn.busy_timeout(Duration::from_secs(5)).unwrap();
+        conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while events(&db) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no progress before the kill"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    served.child.kill().unwrap();
+    served.child.wait().unwrap();
+    let before = events(&db);
+    assert!(
+        before < ORDERS as i64,
+        "killed too late to prove anything ({before})"
+    );
+
+    let mut served = start_binary(&config);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.busy_timeout(Duration::from_secs(5)).unwrap();
+        let delivered: i64 = conn
+            .query_row("SELECT count(*) FROM events WHERE state = 1", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        if delivered == ORDERS as i64 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {delivered} of {ORDERS} decided and delivered in a minute"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let released: i64 = conn
+        .query_row(
+            "SELECT count(DISTINCT subject) FROM events WHERE type = 'order.released'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(released, ORDERS as i64);
+    assert_eq!(events(&db), ORDERS as i64, "no event twice");
+    let ids: std::collections::HashSet<String> = merchant
+        .received()
+        .await
+        .iter()
+        .map(|r| r.headers["webhook-id"].to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), ORDERS, "every event reached the merchant");
+    served.child.kill().unwrap();
+    served.child.wait().unwrap();
 }

@@ -25,6 +25,7 @@ pub struct TestConfig {
     /// Run the worker loop (off: tests drive `worker.run_one()`).
     pub worker_loop: bool,
     pub api_base: String,
+    pub api_timeout_secs: u64,
 }
 
 impl Default for TestConfig {
@@ -35,6 +36,7 @@ impl Default for TestConfig {
             clock: Arc::new(SystemClock),
             worker_loop: false,
             api_base: "http://127.0.0.1:9".into(),
+            api_timeout_secs: 1,
         }
     }
 }
@@ -73,12 +75,13 @@ impl TestConfig {
 
     pub fn toml(&self, db: &Path) -> String {
         format!(
-            "{extra}\n[storage]\npath = {db:?}\n[api]\nbase_url = {api:?}\ntimeout_secs = 1\n\
+            "{extra}\n[storage]\npath = {db:?}\n[api]\nbase_url = {api:?}\ntimeout_secs = {timeout}\n\
              requests_per_second = 1000\n[worker]\nenabled = {worker}\nmax_attempts = 6\n{accounts}",
             extra = self.extra,
             db = db.display().to_string(),
             api = self.api_base,
             worker = self.worker_loop,
+            timeout = self.api_timeout_secs,
             accounts = self.accounts,
         )
     }
@@ -133,7 +136,7 @@ pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
         store,
         worker,
         outbox,
-        client: reqwest::Client::new(),
+        client: client(),
         shutdown,
         task,
         _dir: dir,
@@ -279,14 +282,16 @@ impl TestApp {
         self.db().query_row(sql, [], |r| r.get(0)).unwrap()
     }
 
-    /// Cancels the shutdown token and waits for the app to finish.
-    pub async fn stop(self) {
+    /// Cancels the shutdown token and waits for the app to finish; the
+    /// temporary directory lives as long as the value returned.
+    pub async fn stop(self) -> TempDir {
         self.shutdown.cancel();
         tokio::time::timeout(Duration::from_secs(20), self.task)
             .await
             .expect("app stops in time")
             .expect("app task")
             .expect("app run");
+        self._dir
     }
 }
 
@@ -332,4 +337,10 @@ fn response_complete(bytes: &[u8]) -> bool {
             .map(|v| v.trim().parse::<usize>().unwrap_or(0))
     });
     length.is_some_and(|n| body.len() >= n)
+}
+
+/// An HTTP client for tests (TLS set up as pointhook sets it up).
+pub fn client() -> reqwest::Client {
+    pointhook::tls::install_default_provider();
+    reqwest::Client::new()
 }

@@ -11,12 +11,14 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 #[derive(Clone, Default)]
-struct Resources(Arc<Mutex<HashMap<String, Value>>>);
+struct Resources(Arc<Mutex<HashMap<String, Value>>>, Arc<Mutex<Duration>>);
 
 impl Respond for Resources {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         match self.0.lock().unwrap().get(request.url.path()) {
-            Some(body) => ResponseTemplate::new(200).set_body_json(body),
+            Some(body) => ResponseTemplate::new(200)
+                .set_body_json(body)
+                .set_delay(*self.1.lock().unwrap()),
             None => ResponseTemplate::new(404).set_body_json(json!({
                 "message": "resource not found", "error": "not_found", "status": 404, "cause": []
             })),
@@ -43,6 +45,11 @@ impl FakeApi {
 
     pub fn uri(&self) -> String {
         self.server.uri()
+    }
+
+    /// Every resource is served this much later.
+    pub fn set_delay(&self, delay: Duration) {
+        *self.resources.1.lock().unwrap() = delay;
     }
 
     pub fn set(&self, path: &str, body: Value) {

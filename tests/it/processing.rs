@@ -594,3 +594,40 @@ async fn with_the_worker_off_nothing_is_fetched() {
     assert_eq!(app.job("merchant_order:4945357007").0, 0);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn shutdown_releases_the_lease_of_a_job_still_running() {
+    let api = FakeApi::start().await;
+    paid_order(&api, None);
+    api.set_delay(Duration::from_secs(5));
+    let app = spawn_app_with(TestConfig {
+        worker_loop: true,
+        api_timeout_secs: 10,
+        ..TestConfig::default()
+            .api(&api.uri())
+            .extra("[server]\ndrain_timeout_secs = 1\n")
+    })
+    .await;
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while app.job("merchant_order:4945357007").0 != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let dir = app.stop().await;
+    let conn = rusqlite::Connection::open(dir.path().join("pointhook.db")).unwrap();
+    let (state, attempts): (i64, i64) = conn
+        .query_row("SELECT state, attempts FROM jobs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(
+        (state, attempts),
+        (0, 0),
+        "pending again; the interrupted attempt does not count"
+    );
+}
