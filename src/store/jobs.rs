@@ -29,24 +29,31 @@ pub(super) fn release_all(conn: &Connection) -> rusqlite::Result<usize> {
     )
 }
 
-/// Takes the next due job, if any: pending and due, or running with an
-/// expired lease (its worker is gone).
-pub(super) fn lease_next(
+/// Takes up to `limit` due jobs, oldest first: pending and due, or running
+/// with an expired lease (their worker is gone).
+pub(super) fn lease(
     conn: &Connection,
     now: i64,
     lease_ms: i64,
-) -> rusqlite::Result<Option<LeasedJob>> {
+    limit: usize,
+) -> rusqlite::Result<Vec<LeasedJob>> {
     conn.prepare_cached(
         "UPDATE jobs SET state = ?1, lease_until = ?3 + ?4, attempts = attempts + 1,
                 rerun = 0, updated_at = ?3
-         WHERE id = (
+         WHERE id IN (
              SELECT id FROM jobs
              WHERE (state = ?2 AND run_at <= ?3) OR (state = ?1 AND lease_until < ?3)
-             ORDER BY run_at LIMIT 1)
+             ORDER BY run_at LIMIT ?5)
          RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts",
     )?
-    .query_row(
-        params![JobState::Running, JobState::Pending, now, lease_ms],
+    .query_map(
+        params![
+            JobState::Running,
+            JobState::Pending,
+            now,
+            lease_ms,
+            limit as i64
+        ],
         |r| {
             Ok(LeasedJob {
                 id: r.get(0)?,
@@ -58,8 +65,8 @@ pub(super) fn lease_next(
                 attempt: r.get(6)?,
             })
         },
-    )
-    .optional()
+    )?
+    .collect()
 }
 
 pub(super) fn renew(conn: &Connection, id: i64, until: i64) -> rusqlite::Result<bool> {

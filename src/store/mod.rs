@@ -157,12 +157,14 @@ impl Store {
         self.write(jobs::release_all).await
     }
 
-    pub async fn lease_job(
+    /// Leases up to `limit` due jobs.
+    pub async fn lease_jobs(
         &self,
         now: i64,
         lease_ms: i64,
-    ) -> Result<Option<LeasedJob>, StoreError> {
-        self.write(move |c| jobs::lease_next(c, now, lease_ms))
+        limit: usize,
+    ) -> Result<Vec<LeasedJob>, StoreError> {
+        self.write(move |c| jobs::lease(c, now, lease_ms, limit))
             .await
     }
 

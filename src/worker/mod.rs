@@ -104,7 +104,7 @@ impl Worker {
 
     /// Leases one due job and runs it to its outcome.
     pub async fn run_one(&self) -> Result<Outcome, StoreError> {
-        match self.lease().await? {
+        match self.lease(1).await?.pop() {
             Some(job) => {
                 self.execute(job).await?;
                 Ok(Outcome::Done)
@@ -113,9 +113,9 @@ impl Worker {
         }
     }
 
-    async fn lease(&self) -> Result<Option<LeasedJob>, StoreError> {
+    async fn lease(&self, limit: usize) -> Result<Vec<LeasedJob>, StoreError> {
         self.store
-            .lease_job(self.now(), self.settings.lease.as_millis() as i64)
+            .lease_jobs(self.now(), self.settings.lease.as_millis() as i64, limit)
             .await
     }
 
@@ -132,47 +132,57 @@ impl Worker {
         let hard_stop = CancellationToken::new();
         loop {
             let permit = tokio::select! {
-                p = slots.clone().acquire_owned() => p,
+                p = slots.clone().acquire_many_owned(1) => p,
                 () = shutdown.cancelled() => break,
             };
-            let Ok(permit) = permit else { break };
-            match self.lease().await {
-                Ok(Some(job)) => {
-                    let worker = self.clone();
-                    let hard_stop = hard_stop.clone();
-                    tracker.spawn(async move {
-                        let id = job.id;
-                        tokio::select! {
-                            r = worker.execute(job) => {
-                                if let Err(e) = r {
-                                    tracing::error!(job_id = id, error = %e, "cannot record a job's outcome");
-                                }
-                            }
-                            () = hard_stop.cancelled() => {
-                                let _ = worker.store.release_job(id, worker.now()).await;
-                                tracing::warn!(job_id = id, "stopped at shutdown; lease released");
-                            }
-                        }
-                        drop(permit);
-                    });
-                }
-                Ok(None) => {
-                    drop(permit);
-                    let wait = self.idle_wait().await;
-                    tokio::select! {
-                        () = self.store.job_ready() => {}
-                        () = tokio::time::sleep(wait) => {}
-                        () = shutdown.cancelled() => break,
-                    }
-                }
+            let Ok(mut permits) = permit else { break };
+            // Lease as many jobs as there are free slots, in one write.
+            while let Ok(more) = slots.clone().try_acquire_owned() {
+                permits.merge(more);
+            }
+            let jobs = match self.lease(permits.num_permits()).await {
+                Ok(jobs) => jobs,
                 Err(e) => {
-                    drop(permit);
-                    tracing::error!(error = %e, "cannot lease a job");
+                    drop(permits);
+                    tracing::error!(error = %e, "cannot lease jobs");
                     tokio::select! {
                         () = tokio::time::sleep(IDLE_MAX) => {}
                         () = shutdown.cancelled() => break,
                     }
+                    continue;
                 }
+            };
+            if jobs.is_empty() {
+                drop(permits);
+                let wait = self.idle_wait().await;
+                tokio::select! {
+                    () = self.store.job_ready() => {}
+                    () = tokio::time::sleep(wait) => {}
+                    () = shutdown.cancelled() => break,
+                }
+                continue;
+            }
+            for job in jobs {
+                let Some(permit) = permits.split(1) else {
+                    break;
+                };
+                let worker = self.clone();
+                let hard_stop = hard_stop.clone();
+                tracker.spawn(async move {
+                    let id = job.id;
+                    tokio::select! {
+                        r = worker.execute(job) => {
+                            if let Err(e) = r {
+                                tracing::error!(job_id = id, error = %e, "cannot record a job's outcome");
+                            }
+                        }
+                        () = hard_stop.cancelled() => {
+                            let _ = worker.store.release_job(id, worker.now()).await;
+                            tracing::warn!(job_id = id, "stopped at shutdown; lease released");
+                        }
+                    }
+                    drop(permit);
+                });
             }
         }
         tracker.close();

@@ -1,0 +1,209 @@
+//! End-to-end benchmark: notification → fetch → decision → event received
+//! by a local merchant endpoint, against a local stand-in for the platform
+//! API that answers at once. Everything runs in this process on loopback.
+//!
+//!   cargo run --release --example e2e_bench -- --rate 200 --seconds 20
+//!   cargo run --release --example e2e_bench -- --max --count 5000
+//!
+//! Each notification is an IPN for a fresh payment of a fresh merchant
+//! order that is paid in full, so each must end in one `order.released`.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use pointhook::config::Config;
+use pointhook::{App, Options};
+use tokio_util::sync::CancellationToken;
+
+type Received = Arc<Mutex<HashMap<String, Instant>>>;
+
+#[tokio::main]
+async fn main() {
+    let mut rate = 200u64;
+    let mut seconds = 20u64;
+    let mut max = false;
+    let mut count = 5000usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        match flag.as_str() {
+            "--rate" => rate = args.next().and_then(|v| v.parse().ok()).expect("--rate N"),
+            "--seconds" => {
+                seconds = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--seconds N")
+            }
+            "--count" => count = args.next().and_then(|v| v.parse().ok()).expect("--count N"),
+            "--max" => max = true,
+            other => panic!("unknown flag {other}"),
+        }
+    }
+
+    let api = serve(|path| {
+        let id = path.rsplit('/').next().unwrap_or("0").to_string();
+        if path.starts_with("/v1/payments/") {
+            format!(r#"{{"id":{id},"status":"approved","transaction_amount":10,"order":{{"id":{id}}}}}"#)
+        } else {
+            format!(
+                r#"{{"id":{id},"total_amount":10,"payments":[{{"id":{id},"transaction_amount":10,"status":"approved"}}],"shipments":[]}}"#
+            )
+        }
+    })
+    .await;
+    let received: Received = Arc::default();
+    let merchant = serve_merchant(received.clone()).await;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let toml = format!(
+        "[storage]\npath = {:?}\n[api]\nbase_url = \"http://{api}\"\nrequests_per_second = 100000\n\
+         [[accounts]]\nname = \"default\"\naccess_token = \"t\"\n\
+         [fulfillment]\nurl = \"http://{merchant}/events\"\nsecret = \"whsec_aGVsbG8=\"\n\
+         [worker]\nconcurrency = 16\n",
+        dir.path().join("bench.db").display().to_string()
+    );
+    let config = Config::from_toml(&toml, Vec::new()).expect("config");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = App::new(config, listener, Options::default())
+        .await
+        .expect("app");
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(app.run(shutdown.clone()));
+
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let base = 70_000_000_000u64;
+    let sent: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let start = Instant::now();
+    let total = if max {
+        count
+    } else {
+        (rate * seconds) as usize
+    };
+    let mut sends = tokio::task::JoinSet::new();
+    for i in 0..total {
+        if !max {
+            let at = start + Duration::from_secs_f64(i as f64 / rate as f64);
+            tokio::time::sleep_until(at.into()).await;
+        } else {
+            while sends.len() >= 64 {
+                sends.join_next().await;
+            }
+        }
+        let id = (base + i as u64).to_string();
+        let (client, sent) = (client.clone(), sent.clone());
+        sends.spawn(async move {
+            let req = Request::post(format!("http://{addr}/notifications?topic=payment&id={id}"))
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            sent.lock().unwrap().insert(id, Instant::now());
+            let res = client.request(req).await.expect("post");
+            assert_eq!(res.status(), 200);
+        });
+    }
+    while sends.join_next().await.is_some() {}
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while received.lock().unwrap().len() < total && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    shutdown.cancel();
+    let _ = task.await;
+
+    let sent = sent.lock().unwrap();
+    let received = received.lock().unwrap();
+    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).unwrap();
+    for (id, at) in received.iter() {
+        if let Some(s) = sent.get(id) {
+            hist.record(at.duration_since(*s).as_micros().max(1) as u64)
+                .unwrap();
+        }
+    }
+    println!(
+        "mode={} notifications={} events={} elapsed={:.1}s end_to_end={:.0}/s",
+        if max {
+            "max".to_string()
+        } else {
+            format!("rate {rate}/s")
+        },
+        total,
+        received.len(),
+        elapsed,
+        received.len() as f64 / elapsed
+    );
+    println!(
+        "notification_to_event_ms p50={:.2} p99={:.2} max={:.2}",
+        hist.value_at_quantile(0.5) as f64 / 1000.0,
+        hist.value_at_quantile(0.99) as f64 / 1000.0,
+        hist.max() as f64 / 1000.0
+    );
+}
+
+/// A server answering every GET with `answer(path)` as JSON, at once.
+async fn serve(answer: fn(&str) -> String) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                let service = service_fn(move |req: Request<hyper::body::Incoming>| async move {
+                    let body = answer(req.uri().path());
+                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(body))))
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// The merchant's endpoint: notes when each order's event arrived.
+async fn serve_merchant(received: Received) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let received = received.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let received = received.clone();
+                    async move {
+                        let body = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
+                        let at = Instant::now();
+                        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) {
+                            let id = v["data"]["merchant_order_id"].to_string();
+                            received.lock().unwrap().entry(id).or_insert(at);
+                        }
+                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
+                    }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
