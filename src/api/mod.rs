@@ -25,6 +25,8 @@ pub enum Endpoint {
     MerchantOrder,
     Chargeback,
     PaymentIntent,
+    Cancel,
+    Refund,
 }
 
 impl Endpoint {
@@ -34,6 +36,8 @@ impl Endpoint {
             Endpoint::MerchantOrder => "merchant_order",
             Endpoint::Chargeback => "chargeback",
             Endpoint::PaymentIntent => "payment_intent",
+            Endpoint::Cancel => "cancel",
+            Endpoint::Refund => "refund",
         }
     }
 }
@@ -125,6 +129,8 @@ pub struct ApiClient {
     http: reqwest::Client,
     base: Url,
     intent_path: String,
+    cancel_path: String,
+    refund_path: String,
     accounts: HashMap<String, AccountClient>,
 }
 
@@ -158,6 +164,8 @@ impl ApiClient {
             http,
             base: config.base_url.clone(),
             intent_path: config.payment_intent_path.clone(),
+            cancel_path: config.payment_cancel_path.clone(),
+            refund_path: config.payment_refund_path.clone(),
             accounts,
         })
     }
@@ -205,12 +213,77 @@ impl ApiClient {
         self.get(account, Endpoint::PaymentIntent, &path, id).await
     }
 
+    /// Cancels a payment that is still pending (`PUT {"status":"cancelled"}`).
+    pub async fn cancel_payment(
+        &self,
+        account: &str,
+        id: &ResourceId,
+    ) -> Result<serde_json::Value, ApiError> {
+        let path = self.cancel_path.replace("{id}", id.as_str());
+        let body = serde_json::json!({"status": "cancelled"});
+        self.call(
+            account,
+            Endpoint::Cancel,
+            reqwest::Method::PUT,
+            &path,
+            id,
+            Some(body),
+            None,
+        )
+        .await
+    }
+
+    /// Refunds a payment in full. `idempotency_key` makes a retry of the same
+    /// refund a no-op at the platform.
+    pub async fn refund_payment(
+        &self,
+        account: &str,
+        id: &ResourceId,
+        idempotency_key: &str,
+    ) -> Result<serde_json::Value, ApiError> {
+        let path = self.refund_path.replace("{id}", id.as_str());
+        let body = serde_json::json!({});
+        self.call(
+            account,
+            Endpoint::Refund,
+            reqwest::Method::POST,
+            &path,
+            id,
+            Some(body),
+            Some(idempotency_key),
+        )
+        .await
+    }
+
     async fn get<T: DeserializeOwned>(
         &self,
         account: &str,
         endpoint: Endpoint,
         path: &str,
         id: &ResourceId,
+    ) -> Result<T, ApiError> {
+        self.call(
+            account,
+            endpoint,
+            reqwest::Method::GET,
+            path,
+            id,
+            None,
+            None,
+        )
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn call<T: DeserializeOwned>(
+        &self,
+        account: &str,
+        endpoint: Endpoint,
+        method: reqwest::Method,
+        path: &str,
+        id: &ResourceId,
+        body: Option<serde_json::Value>,
+        idempotency_key: Option<&str>,
     ) -> Result<T, ApiError> {
         let client = self
             .accounts
@@ -220,13 +293,18 @@ impl ApiClient {
         let url = join(&self.base, path);
         let name = endpoint.as_str();
         let started = std::time::Instant::now();
-        let result = self
+        let mut request = self
             .http
-            .get(url)
+            .request(method, url)
             .bearer_auth(client.token.expose())
-            .header("accept", "application/json")
-            .send()
-            .await;
+            .header("accept", "application/json");
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        if let Some(key) = idempotency_key {
+            request = request.header("x-idempotency-key", key);
+        }
+        let result = request.send().await;
         let response = result.map_err(|e| transport_error(name, id, &e))?;
         let status = response.status();
         let retry_after = retry_after(response.headers());

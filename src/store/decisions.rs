@@ -51,6 +51,7 @@ pub enum Guard {
 #[derive(Debug, Clone)]
 pub enum Mark {
     OrderReleased(String),
+    OrderBlocked(String),
     OrderAtRisk(String),
 }
 
@@ -219,6 +220,7 @@ fn guards_hold(conn: &Connection, account: &str, guards: &[Guard]) -> rusqlite::
 fn mark(conn: &Connection, account: &str, m: &Mark, now: i64) -> rusqlite::Result<()> {
     let (order, column) = match m {
         Mark::OrderReleased(o) => (o, "released_at"),
+        Mark::OrderBlocked(o) => (o, "blocked_at"),
         Mark::OrderAtRisk(o) => (o, "at_risk_at"),
     };
     conn.prepare_cached(&format!(
@@ -234,4 +236,21 @@ fn mark(conn: &Connection, account: &str, m: &Mark, now: i64) -> rusqlite::Resul
 pub fn rfc3339(ms: i64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// Whether an order is (released, blocked).
+pub(super) fn order_flags(
+    conn: &Connection,
+    account: &str,
+    order: &str,
+) -> rusqlite::Result<(bool, bool)> {
+    Ok(conn
+        .query_row(
+            "SELECT released_at IS NOT NULL, blocked_at IS NOT NULL FROM orders
+             WHERE account = ?1 AND order_id = ?2",
+            params![account, order],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .unwrap_or((false, false)))
 }

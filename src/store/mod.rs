@@ -192,6 +192,34 @@ impl Store {
         Ok(emitted)
     }
 
+    /// Records effects now, in the middle of a job (a step of a saga that
+    /// must be durable before the next call); returns the events queued.
+    pub async fn record_effects(
+        &self,
+        job: LeasedJob,
+        effects: Effects,
+        now: i64,
+        deliver_events: bool,
+    ) -> Result<Vec<String>, StoreError> {
+        let emitted = self
+            .write(move |c| decisions::apply(c, &job, &effects, now, deliver_events))
+            .await?;
+        if !emitted.is_empty() {
+            self.inner.events_ready.notify_one();
+        }
+        Ok(emitted)
+    }
+
+    /// Whether a merchant order is (released, blocked).
+    pub async fn order_flags(
+        &self,
+        account: String,
+        order: String,
+    ) -> Result<(bool, bool), StoreError> {
+        self.read(move |c| decisions::order_flags(c, &account, &order))
+            .await
+    }
+
     pub async fn retry_job(
         &self,
         id: i64,

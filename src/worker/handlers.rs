@@ -8,15 +8,27 @@ use serde_json::{Value, json};
 use super::JobError;
 use crate::api::ApiClient;
 use crate::api::types::{AdditionalInfo, MerchantOrder};
+use crate::clock::Clock;
 use crate::domain::{IntentState, JobKind, ResourceId};
 use crate::rules::{self, IntentDecision, Release};
 use crate::store::{Decision, Effects, Guard, LeasedJob, Mark, OrderSeen, Store};
 
-pub(super) async fn run(
-    api: &ApiClient,
-    store: &Store,
-    job: &LeasedJob,
-) -> Result<Effects, JobError> {
+/// What handlers reach for.
+pub(super) struct Ctx<'a> {
+    pub api: &'a ApiClient,
+    pub store: &'a Store,
+    pub clock: &'a dyn Clock,
+    pub deliver_events: bool,
+}
+
+impl Ctx<'_> {
+    pub fn now(&self) -> i64 {
+        crate::store::unix_ms(self.clock.now())
+    }
+}
+
+pub(super) async fn run(ctx: &Ctx<'_>, job: &LeasedJob) -> Result<Effects, JobError> {
+    let (api, store) = (ctx.api, ctx.store);
     let id = ResourceId::parse(&job.resource_id)
         .map_err(|e| JobError::Permanent(format!("resource id {:?} {e}", job.resource_id)))?;
     let account = job.account.as_str();
@@ -61,9 +73,7 @@ pub(super) async fn run(
             }
         }
         JobKind::IntentBody => intent_body(api, store, job).await,
-        JobKind::FraudAlert => Err(JobError::Permanent(
-            "fraud alerts are recorded but not acted on by this version".into(),
-        )),
+        JobKind::FraudAlert => super::fraud::run(ctx, job).await,
     }
 }
 
@@ -186,14 +196,7 @@ async fn intent_body(api: &ApiClient, store: &Store, job: &LeasedJob) -> Result<
         .ok_or_else(|| JobError::Permanent(format!("delivery {delivery} has no final state")))?;
     let intent = ResourceId::parse(&job.resource_id)
         .map_err(|e| JobError::Permanent(format!("intent id {e}")))?;
-    let payment = body
-        .pointer("/payment/id")
-        .and_then(|v| match v {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        })
-        .and_then(|s| ResourceId::parse(&s).ok());
+    let payment = body.pointer("/payment/id").and_then(loose_id);
     let info: AdditionalInfo = body
         .get("additional_info")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
@@ -251,8 +254,18 @@ async fn decide_intent(
     })
 }
 
+/// An id sent as a string or a number.
+pub(super) fn loose_id(v: &Value) -> Option<ResourceId> {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    ResourceId::parse(&text).ok()
+}
+
 /// Platform ids are numbers; an id that is not one stays a string.
-fn id_json(id: &ResourceId) -> Value {
+pub(super) fn id_json(id: &ResourceId) -> Value {
     match id.as_str().parse::<u64>() {
         Ok(n) if !id.as_str().starts_with('0') || id.as_str() == "0" => Value::from(n),
         _ => Value::from(id.as_str()),

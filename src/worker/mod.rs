@@ -5,6 +5,7 @@
 //! drive directly; `run` is the loop around it: up to `concurrency` jobs at
 //! once, woken at once by a new job, asleep until the next one is due.
 
+mod fraud;
 mod handlers;
 
 use std::sync::Arc;
@@ -218,7 +219,13 @@ impl Worker {
                 self.settings.lease,
                 renewal.clone(),
             ));
-            let result = handlers::run(&self.api, &self.store, &job).await;
+            let ctx = handlers::Ctx {
+                api: &self.api,
+                store: &self.store,
+                clock: self.clock.as_ref(),
+                deliver_events: self.settings.deliver_events,
+            };
+            let result = handlers::run(&ctx, &job).await;
             renewal.cancel();
             let _ = renewer.await;
             self.finish(job, result).await

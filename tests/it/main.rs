@@ -8,6 +8,7 @@ mod cli;
 mod coalescing;
 mod durability;
 mod errors;
+mod fraud;
 mod ingest;
 mod processing;
 mod protections;

@@ -205,3 +205,54 @@ impl Merchant {
         self.server.received_requests().await.unwrap_or_default()
     }
 }
+
+impl FakeApi {
+    /// Accepts cancels (`PUT /v1/payments/{id}`) and refunds
+    /// (`POST /v1/payments/{id}/refunds`).
+    pub async fn accept_undo(&self) {
+        Mock::given(method("PUT"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"status": "cancelled"})))
+            .with_priority(10)
+            .mount(&self.server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(201).set_body_json(json!({"id": 1, "status": "approved"})),
+            )
+            .with_priority(10)
+            .mount(&self.server)
+            .await;
+    }
+
+    /// The next `n` calls with `verb` to `at` get `answer`.
+    pub async fn fail_next_call(&self, verb: &str, at: &str, n: u64, answer: ResponseTemplate) {
+        Mock::given(method(verb))
+            .and(path(at))
+            .respond_with(answer)
+            .up_to_n_times(n)
+            .with_priority(1)
+            .mount(&self.server)
+            .await;
+    }
+
+    /// Every call other than a GET: (method, path, x-idempotency-key, body).
+    pub async fn changes(&self) -> Vec<(String, String, Option<String>, String)> {
+        self.server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.method.as_str() != "GET")
+            .map(|r| {
+                (
+                    r.method.to_string(),
+                    r.url.path().to_string(),
+                    r.headers
+                        .get("x-idempotency-key")
+                        .map(|v| v.to_str().unwrap().to_string()),
+                    String::from_utf8_lossy(&r.body).into_owned(),
+                )
+            })
+            .collect()
+    }
+}
