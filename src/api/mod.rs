@@ -18,6 +18,43 @@ use crate::config::{Account, ApiConfig};
 use crate::domain::ResourceId;
 use types::{Chargeback, MerchantOrder, Payment, PaymentIntent, PlatformError};
 
+/// One API call, kept for the operator's history of a job.
+#[derive(Debug, Clone)]
+pub struct Fetch {
+    pub endpoint: &'static str,
+    pub resource_id: String,
+    /// The HTTP status, or 0 when no answer came.
+    pub status: u16,
+    pub elapsed_ms: u64,
+    pub at: std::time::SystemTime,
+}
+
+tokio::task_local! {
+    static FETCHES: std::cell::RefCell<Vec<Fetch>>;
+}
+
+/// Runs `f`, collecting the API calls it makes.
+pub async fn recording<F: std::future::Future>(f: F) -> (F::Output, Vec<Fetch>) {
+    FETCHES
+        .scope(std::cell::RefCell::new(Vec::new()), async {
+            let out = f.await;
+            (out, FETCHES.with(|v| v.take()))
+        })
+        .await
+}
+
+fn record(endpoint: &'static str, id: &ResourceId, status: u16, started: std::time::Instant) {
+    let _ = FETCHES.try_with(|v| {
+        v.borrow_mut().push(Fetch {
+            endpoint,
+            resource_id: id.to_string(),
+            status,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            at: std::time::SystemTime::now(),
+        })
+    });
+}
+
 /// What was asked of the API, for logs and the job's error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
@@ -305,13 +342,17 @@ impl ApiClient {
             request = request.header("x-idempotency-key", key);
         }
         let result = request.send().await;
-        let response = result.map_err(|e| transport_error(name, id, &e))?;
+        let response = result.map_err(|e| {
+            record(name, id, 0, started);
+            transport_error(name, id, &e)
+        })?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| transport_error(name, id, &e))?;
+        let body = response.bytes().await.map_err(|e| {
+            record(name, id, 0, started);
+            transport_error(name, id, &e)
+        })?;
+        record(name, id, status.as_u16(), started);
         tracing::debug!(
             endpoint = name,
             %id,

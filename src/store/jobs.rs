@@ -76,53 +76,84 @@ pub(super) fn renew(conn: &Connection, id: i64, until: i64) -> rusqlite::Result<
     )? == 1)
 }
 
-/// Done: the effects are applied, then the job is done, or pending again
-/// at once when a notification asked for a re-run while it ran.
-pub(super) fn complete(
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub enum JobOutcome {
+    /// Decided: the effects are applied, then the job is done, or pending
+    /// again at once when a notification asked for a re-run while it ran.
+    Done(Effects),
+    /// Failed for now: pending again at `run_at` (sooner if re-run was asked).
+    Retry { run_at: i64, error: String },
+    /// Failed for good, or out of attempts.
+    Dead { error: String },
+}
+
+/// An API call made by a run, kept for the operator.
+#[derive(Debug, Clone)]
+pub struct FetchRow {
+    pub endpoint: &'static str,
+    pub resource_id: String,
+    pub status: u16,
+    pub elapsed_ms: u64,
+    pub at: i64,
+}
+
+/// Records a run's outcome and its API calls; returns the events queued.
+pub(super) fn finish(
     conn: &Connection,
     job: &LeasedJob,
-    effects: &Effects,
+    outcome: &JobOutcome,
+    fetches: &[FetchRow],
     now: i64,
     deliver_events: bool,
 ) -> rusqlite::Result<Vec<String>> {
-    let emitted = decisions::apply(conn, job, effects, now, deliver_events)?;
-    conn.execute(
-        "UPDATE jobs SET
-             state = CASE WHEN rerun = 1 THEN ?2 ELSE ?3 END,
-             attempts = CASE WHEN rerun = 1 THEN 0 ELSE attempts END,
-             run_at = ?4, rerun = 0, lease_until = NULL, last_error = NULL, updated_at = ?4
-         WHERE id = ?1",
-        params![job.id, JobState::Pending, JobState::Done, now],
-    )?;
-    Ok(emitted)
-}
-
-/// Failed for now: pending again at `run_at` (sooner if re-run was asked).
-pub(super) fn retry(
-    conn: &Connection,
-    id: i64,
-    run_at: i64,
-    error: &str,
-    now: i64,
-) -> rusqlite::Result<()> {
-    conn.execute(
-        "UPDATE jobs SET state = ?2,
-             run_at = CASE WHEN rerun = 1 THEN ?5 ELSE ?3 END,
-             rerun = 0, lease_until = NULL, last_error = ?4, updated_at = ?5
-         WHERE id = ?1",
-        params![id, JobState::Pending, run_at, error, now],
-    )?;
-    Ok(())
-}
-
-/// Failed for good (or out of attempts).
-pub(super) fn kill(conn: &Connection, id: i64, error: &str, now: i64) -> rusqlite::Result<()> {
-    conn.execute(
-        "UPDATE jobs SET state = ?2, rerun = 0, lease_until = NULL, last_error = ?3, updated_at = ?4
-         WHERE id = ?1",
-        params![id, JobState::Dead, error, now],
-    )?;
-    Ok(())
+    for f in fetches {
+        conn.prepare_cached(
+            "INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            job.id,
+            job.account,
+            f.endpoint,
+            f.resource_id,
+            f.status,
+            f.elapsed_ms as i64,
+            f.at
+        ])?;
+    }
+    match outcome {
+        JobOutcome::Done(effects) => {
+            let emitted = decisions::apply(conn, job, effects, now, deliver_events)?;
+            conn.execute(
+                "UPDATE jobs SET
+                     state = CASE WHEN rerun = 1 THEN ?2 ELSE ?3 END,
+                     attempts = CASE WHEN rerun = 1 THEN 0 ELSE attempts END,
+                     run_at = ?4, rerun = 0, lease_until = NULL, last_error = NULL, updated_at = ?4
+                 WHERE id = ?1",
+                params![job.id, JobState::Pending, JobState::Done, now],
+            )?;
+            Ok(emitted)
+        }
+        JobOutcome::Retry { run_at, error } => {
+            conn.execute(
+                "UPDATE jobs SET state = ?2,
+                     run_at = CASE WHEN rerun = 1 THEN ?5 ELSE ?3 END,
+                     rerun = 0, lease_until = NULL, last_error = ?4, updated_at = ?5
+                 WHERE id = ?1",
+                params![job.id, JobState::Pending, run_at, error, now],
+            )?;
+            Ok(Vec::new())
+        }
+        JobOutcome::Dead { error } => {
+            conn.execute(
+                "UPDATE jobs SET state = ?2, rerun = 0, lease_until = NULL, last_error = ?3, updated_at = ?4
+                 WHERE id = ?1",
+                params![job.id, JobState::Dead, error, now],
+            )?;
+            Ok(Vec::new())
+        }
+    }
 }
 
 /// Interrupted by shutdown: pending again, and the attempt does not count.

@@ -88,6 +88,19 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX events_due ON events (state, next_attempt_at);
     CREATE INDEX events_subject ON events (account, subject);
 
+    CREATE TABLE fetches (
+        id          INTEGER PRIMARY KEY,
+        job_id      INTEGER NOT NULL,
+        account     TEXT    NOT NULL,
+        endpoint    TEXT    NOT NULL,   -- api::Endpoint
+        resource_id TEXT    NOT NULL,
+        status      INTEGER NOT NULL,   -- HTTP status; 0: no answer
+        elapsed_ms  INTEGER NOT NULL,
+        at          INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX fetches_job ON fetches (job_id);
+    CREATE INDEX fetches_resource ON fetches (account, endpoint, resource_id);
+
     CREATE TABLE orders (
         account      TEXT    NOT NULL,
         order_id     TEXT    NOT NULL,

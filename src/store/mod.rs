@@ -26,7 +26,7 @@ use tokio::sync::Notify;
 pub use decisions::{Decision, Effects, Guard, Mark, OrderSeen, event_id, rfc3339};
 pub use deliveries::{Ingested, NewDelivery, NewJob, fingerprint};
 pub use events::DueEvent;
-pub use jobs::LeasedJob;
+pub use jobs::{FetchRow, JobOutcome, LeasedJob};
 pub use migrations::LATEST as SCHEMA_VERSION;
 
 use writer::Writer;
@@ -173,16 +173,18 @@ impl Store {
         self.write(move |c| jobs::renew(c, id, until)).await
     }
 
-    /// Records the job done with its effects; returns the events queued.
-    pub async fn complete_job(
+    /// Records how a run ended, with the API calls it made; returns the
+    /// events queued.
+    pub async fn finish_job(
         &self,
         job: LeasedJob,
-        effects: Effects,
+        outcome: JobOutcome,
+        fetches: Vec<FetchRow>,
         now: i64,
         deliver_events: bool,
     ) -> Result<Vec<String>, StoreError> {
         let emitted = self
-            .write(move |c| jobs::complete(c, &job, &effects, now, deliver_events))
+            .write(move |c| jobs::finish(c, &job, &outcome, &fetches, now, deliver_events))
             .await?;
         if !emitted.is_empty() {
             self.inner.events_ready.notify_one();
@@ -218,21 +220,6 @@ impl Store {
     ) -> Result<(bool, bool), StoreError> {
         self.read(move |c| decisions::order_flags(c, &account, &order))
             .await
-    }
-
-    pub async fn retry_job(
-        &self,
-        id: i64,
-        run_at: i64,
-        error: String,
-        now: i64,
-    ) -> Result<(), StoreError> {
-        self.write(move |c| jobs::retry(c, id, run_at, &error, now))
-            .await
-    }
-
-    pub async fn kill_job(&self, id: i64, error: String, now: i64) -> Result<(), StoreError> {
-        self.write(move |c| jobs::kill(c, id, &error, now)).await
     }
 
     pub async fn release_job(&self, id: i64, now: i64) -> Result<(), StoreError> {

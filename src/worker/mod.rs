@@ -19,7 +19,7 @@ use tracing::Instrument;
 use crate::api::{ApiClient, ApiError, ErrorClass};
 use crate::clock::Clock;
 use crate::retry::backoff;
-use crate::store::{self, LeasedJob, Store, StoreError};
+use crate::store::{self, FetchRow, JobOutcome, LeasedJob, Store, StoreError};
 
 /// Attempts a job gets while the API answers 404 before the resource is
 /// considered gone (a notification can arrive before its resource reads).
@@ -225,10 +225,20 @@ impl Worker {
                 clock: self.clock.as_ref(),
                 deliver_events: self.settings.deliver_events,
             };
-            let result = handlers::run(&ctx, &job).await;
+            let (result, fetches) = crate::api::recording(handlers::run(&ctx, &job)).await;
             renewal.cancel();
             let _ = renewer.await;
-            self.finish(job, result).await
+            let fetches = fetches
+                .into_iter()
+                .map(|f| FetchRow {
+                    endpoint: f.endpoint,
+                    resource_id: f.resource_id,
+                    status: f.status,
+                    elapsed_ms: f.elapsed_ms,
+                    at: store::unix_ms(f.at),
+                })
+                .collect();
+            self.finish(job, result, fetches).await
         }
         .instrument(span)
         .await
@@ -238,44 +248,43 @@ impl Worker {
         &self,
         job: LeasedJob,
         result: Result<store::Effects, JobError>,
+        fetches: Vec<FetchRow>,
     ) -> Result<(), StoreError> {
         let now = self.now();
-        match result {
-            Ok(effects) => {
-                let events = self
-                    .store
-                    .complete_job(job, effects, now, self.settings.deliver_events)
-                    .await?;
-                tracing::debug!(events = events.len(), "job done");
-            }
+        let outcome = match result {
+            Ok(effects) => JobOutcome::Done(effects),
             Err(JobError::Retry { reason, .. }) if job.attempt >= self.settings.max_attempts => {
                 tracing::error!(error = %reason, "job dead: out of attempts");
-                self.store
-                    .kill_job(
-                        job.id,
-                        format!("after {} attempts: {reason}", job.attempt),
-                        now,
-                    )
-                    .await?;
+                JobOutcome::Dead {
+                    error: format!("after {} attempts: {reason}", job.attempt),
+                }
             }
             Err(JobError::Retry { reason, after }) => {
                 let delay = after.unwrap_or_else(|| backoff(job.attempt));
                 tracing::warn!(error = %reason, retry_in_ms = delay.as_millis() as u64, "job will be retried");
-                self.store
-                    .retry_job(job.id, now + delay.as_millis() as i64, reason, now)
-                    .await?;
+                JobOutcome::Retry {
+                    run_at: now + delay.as_millis() as i64,
+                    error: reason,
+                }
             }
             Err(JobError::Permanent(reason)) => {
                 tracing::error!(error = %reason, "job dead");
-                self.store.kill_job(job.id, reason, now).await?;
+                JobOutcome::Dead { error: reason }
             }
             Err(JobError::Store(e)) => {
                 tracing::warn!(error = %e, "job hit a storage error; will be retried");
-                let delay = backoff(job.attempt);
-                self.store
-                    .retry_job(job.id, now + delay.as_millis() as i64, e.to_string(), now)
-                    .await?;
+                JobOutcome::Retry {
+                    run_at: now + backoff(job.attempt).as_millis() as i64,
+                    error: e.to_string(),
+                }
             }
+        };
+        let events = self
+            .store
+            .finish_job(job, outcome, fetches, now, self.settings.deliver_events)
+            .await?;
+        if !events.is_empty() {
+            tracing::debug!(events = events.len(), "events queued");
         }
         Ok(())
     }
