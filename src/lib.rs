@@ -51,12 +51,16 @@ use worker::{Worker, WorkerSettings};
 /// What tests (and embedders) may swap out.
 pub struct Options {
     pub clock: Arc<dyn Clock>,
+    /// The admin API's listener; `None` binds `[admin] listen` (when the
+    /// section is present).
+    pub admin_listener: Option<TcpListener>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             clock: Arc::new(SystemClock),
+            admin_listener: None,
         }
     }
 }
@@ -65,6 +69,7 @@ impl Default for Options {
 pub struct App {
     config: Config,
     listener: TcpListener,
+    admin_listener: Option<TcpListener>,
     store: Store,
     options: Options,
     worker: Arc<Worker>,
@@ -76,8 +81,17 @@ impl App {
     pub async fn new(
         config: Config,
         listener: TcpListener,
-        options: Options,
+        mut options: Options,
     ) -> anyhow::Result<App> {
+        let admin_listener = match (&config.admin, options.admin_listener.take()) {
+            (None, _) => None,
+            (Some(_), Some(l)) => Some(l),
+            (Some(a), None) => Some(
+                TcpListener::bind(a.listen)
+                    .await
+                    .with_context(|| format!("cannot listen on {} (admin.listen)", a.listen))?,
+            ),
+        };
         let path = config.storage.path.clone();
         let store = tokio::task::spawn_blocking(move || Store::open(&path))
             .await
@@ -119,6 +133,7 @@ impl App {
         Ok(App {
             config,
             listener,
+            admin_listener,
             store,
             options,
             worker,
@@ -140,6 +155,12 @@ impl App {
         self.listener.local_addr()
     }
 
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+    }
+
     pub fn store(&self) -> &Store {
         &self.store
     }
@@ -149,6 +170,7 @@ impl App {
         let App {
             config,
             listener,
+            admin_listener,
             store,
             options,
             worker,
@@ -162,6 +184,27 @@ impl App {
             max_connections: s.max_connections,
             drain_timeout: Duration::from_secs(s.drain_timeout_secs),
             rate_limit_per_ip: s.rate_limit_per_ip,
+        };
+        let admin = match (admin_listener, config.admin_token()?) {
+            (Some(l), Some(token)) => {
+                let handler = Arc::new(http::admin::Admin {
+                    store: store.clone(),
+                    token,
+                    clock: options.clock.clone(),
+                    delivers_events: outbox.is_some(),
+                    default_account: Accounts::new(accounts.clone()).default_name(),
+                });
+                tracing::info!(listen = %l.local_addr().context("admin listener has no address")?, "admin API serving");
+                let settings = http::ServerSettings {
+                    path: String::new(),
+                    ..settings.clone()
+                };
+                let shutdown = shutdown.clone();
+                Some(tokio::spawn(async move {
+                    http::serve_with(l, &settings, handler, shutdown).await;
+                }))
+            }
+            _ => None,
         };
         let ingest = Ingest {
             store: store.clone(),
@@ -186,7 +229,7 @@ impl App {
             .filter(|_| config.worker.enabled)
             .map(|o| tokio::spawn(o.run(shutdown.clone())));
         http::serve(listener, settings, ingest, shutdown).await;
-        for task in [worker, outbox].into_iter().flatten() {
+        for task in [worker, outbox, admin].into_iter().flatten() {
             if let Err(e) = task.await {
                 tracing::error!(error = %e, "a background task failed");
             }

@@ -53,6 +53,11 @@ impl Accounts {
         Accounts { list, default }
     }
 
+    /// The account a request without `customer` gets, if any.
+    pub fn default_name(&self) -> Option<String> {
+        self.default.map(|i| self.list[i].name.clone())
+    }
+
     pub fn select(&self, customer: Option<&str>) -> Result<&Account, String> {
         match customer {
             Some(name) => self

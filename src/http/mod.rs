@@ -3,6 +3,7 @@
 //! limit, routes to the ingest endpoint and the health checks, and drains
 //! in-flight requests on shutdown.
 
+pub mod admin;
 pub mod classify;
 mod health;
 pub mod ingest;
@@ -30,6 +31,7 @@ use ingest::Ingest;
 use response::Body;
 
 /// How the listener behaves, from `[server]`.
+#[derive(Debug, Clone)]
 pub struct ServerSettings {
     pub path: String,
     pub read_timeout: Duration,
@@ -55,13 +57,43 @@ pub async fn serve(
     let limiter = NonZeroU32::new(settings.rate_limit_per_ip)
         .map(|n| RateLimiter::keyed(Quota::per_second(n)));
     let router = Arc::new(Router {
-        path: settings.path,
+        path: settings.path.clone(),
         ingest,
         limiter,
     });
     if router.limiter.is_some() {
         tokio::spawn(forget_idle_addresses(router.clone(), shutdown.clone()));
     }
+    serve_with(listener, &settings, router, shutdown).await;
+}
+
+/// Answers requests; one per listener.
+pub trait Handler: Send + Sync + 'static {
+    fn handle(
+        &self,
+        req: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> impl std::future::Future<Output = Response<Body>> + Send;
+}
+
+impl Handler for Router {
+    fn handle(
+        &self,
+        req: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> impl std::future::Future<Output = Response<Body>> + Send {
+        self.route(req, peer)
+    }
+}
+
+/// The connection handling every listener shares: the connection limit,
+/// the header read timeout and the graceful drain.
+pub async fn serve_with<H: Handler>(
+    listener: TcpListener,
+    settings: &ServerSettings,
+    router: Arc<H>,
+    shutdown: CancellationToken,
+) {
     let slots = Arc::new(Semaphore::new(settings.max_connections));
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
@@ -91,7 +123,7 @@ pub async fn serve(
         let router = router.clone();
         let service = service_fn(move |req| {
             let router = router.clone();
-            async move { Ok::<_, Infallible>(router.route(req, peer).await) }
+            async move { Ok::<_, Infallible>(router.handle(req, peer).await) }
         });
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {

@@ -7,6 +7,7 @@
 //! (`wal_autocheckpoint` is off for the writer) so that a commit never waits
 //! for one.
 
+pub mod admin;
 mod decisions;
 mod deliveries;
 mod events;
@@ -260,7 +261,17 @@ impl Store {
             .await
     }
 
-    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Wakes the worker (a job was made due from outside, e.g. a retry).
+    pub fn wake_worker(&self) {
+        self.inner.jobs_ready.notify_one();
+    }
+
+    /// Wakes the outbox (an event was made due from outside).
+    pub fn wake_outbox(&self) {
+        self.inner.events_ready.notify_one();
+    }
+
+    pub(crate) async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: Fn(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
@@ -322,6 +333,28 @@ impl Store {
         })
         .await;
     }
+}
+
+/// Opens an existing, migrated database for the CLI, next to a running
+/// server: reads never wait (WAL), and writes wait for the server's writer
+/// for up to 5 seconds rather than failing with "database is locked".
+pub fn open_existing(path: &Path) -> Result<Connection, StoreError> {
+    if !path.exists() {
+        return Err(StoreError::Io {
+            context: format!("no database at {}", path.display()),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        });
+    }
+    let conn = open_connection(path)?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version != migrations::LATEST {
+        return Err(StoreError::Unavailable(format!(
+            "{} is at schema version {version}, this pointhook needs {}: run `pointhook migrate`",
+            path.display(),
+            migrations::LATEST
+        )));
+    }
+    Ok(conn)
 }
 
 /// Opens a connection with the settings every connection needs.

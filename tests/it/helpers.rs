@@ -26,6 +26,8 @@ pub struct TestConfig {
     pub worker_loop: bool,
     pub api_base: String,
     pub api_timeout_secs: u64,
+    /// Serve the admin API (on its own port 0) with this token.
+    pub admin_token: Option<String>,
 }
 
 impl Default for TestConfig {
@@ -37,6 +39,7 @@ impl Default for TestConfig {
             worker_loop: false,
             api_base: "http://127.0.0.1:9".into(),
             api_timeout_secs: 1,
+            admin_token: None,
         }
     }
 }
@@ -74,21 +77,30 @@ impl TestConfig {
     }
 
     pub fn toml(&self, db: &Path) -> String {
-        format!(
-            "{extra}\n[storage]\npath = {db:?}\n[api]\nbase_url = {api:?}\ntimeout_secs = {timeout}\n\
+        let admin = self
+            .admin_token
+            .as_ref()
+            .map(|t| format!("[admin]\ntoken = {t:?}\n"))
+            .unwrap_or_default();
+        admin
+            + &format!(
+                "{extra}\n[storage]\npath = {db:?}\n[api]\nbase_url = {api:?}\ntimeout_secs = {timeout}\n\
              requests_per_second = 1000\n[worker]\nenabled = {worker}\nmax_attempts = 6\n{accounts}",
-            extra = self.extra,
-            db = db.display().to_string(),
-            api = self.api_base,
-            worker = self.worker_loop,
-            timeout = self.api_timeout_secs,
-            accounts = self.accounts,
-        )
+                extra = self.extra,
+                db = db.display().to_string(),
+                api = self.api_base,
+                worker = self.worker_loop,
+                timeout = self.api_timeout_secs,
+                accounts = self.accounts,
+            )
     }
 }
 
 pub struct TestApp {
     pub addr: SocketAddr,
+    pub admin_addr: Option<SocketAddr>,
+    /// A config file for the CLI, naming the same database.
+    pub config_path: PathBuf,
     pub db_path: PathBuf,
     pub store: Store,
     pub worker: Arc<pointhook::worker::Worker>,
@@ -119,12 +131,27 @@ pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
     init_logs();
     let dir = tempfile::tempdir().expect("temp dir");
     let db_path = dir.path().join("pointhook.db");
-    let config = Config::from_toml(&tc.toml(&db_path), Vec::new()).expect("test config");
+    let toml = tc.toml(&db_path);
+    let config_path = dir.path().join("pointhook.toml");
+    std::fs::write(&config_path, &toml).unwrap();
+    let config = Config::from_toml(&toml, Vec::new()).expect("test config");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = App::new(config, listener, Options { clock: tc.clock })
-        .await
-        .expect("app starts");
+    let admin_listener = match tc.admin_token {
+        Some(_) => Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()),
+        None => None,
+    };
+    let app = App::new(
+        config,
+        listener,
+        Options {
+            clock: tc.clock,
+            admin_listener,
+        },
+    )
+    .await
+    .expect("app starts");
+    let admin_addr = app.admin_addr();
     let store = app.store().clone();
     let worker = app.worker();
     let outbox = app.outbox();
@@ -132,6 +159,8 @@ pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
     let task = tokio::spawn(app.run(shutdown.clone()));
     TestApp {
         addr,
+        admin_addr,
+        config_path,
         db_path,
         store,
         worker,

@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
+mod inspect;
+
 use crate::config::{Config, ConfigError, LogFormat};
 use crate::store::Store;
 use crate::{App, Options};
@@ -39,12 +41,46 @@ enum Command {
     CheckConfig(ConfigArg),
     /// Apply the database migrations and exit.
     Migrate(ConfigArg),
+    /// Read the notifications received.
+    Deliveries {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(subcommand)]
+        cmd: inspect::Deliveries,
+    },
+    /// Read jobs; run dead ones again.
+    Jobs {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(subcommand)]
+        cmd: inspect::Jobs,
+    },
+    /// A merchant order's state and history.
+    Orders {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(subcommand)]
+        cmd: inspect::Orders,
+    },
+    /// Read events; deliver one again.
+    Events {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(subcommand)]
+        cmd: inspect::Events,
+    },
 }
 
 #[derive(Debug, clap::Args)]
 struct ConfigArg {
     /// The TOML configuration file.
-    #[arg(long, short, env = "POINTHOOK_CONFIG")]
+    #[arg(
+        long,
+        short,
+        global = true,
+        env = "POINTHOOK_CONFIG",
+        default_value = "/etc/pointhook/pointhook.toml"
+    )]
     config: PathBuf,
 }
 
@@ -62,10 +98,23 @@ impl From<anyhow::Error> for Failure {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match &cli.command {
+    let result = match cli.command {
         Command::Serve(arg) => serve(&arg.config, cli.log_format),
         Command::CheckConfig(arg) => check_config(&arg.config),
         Command::Migrate(arg) => migrate(&arg.config),
+        Command::Deliveries { config, cmd } => {
+            load(&config.config).and_then(|c| Ok(inspect::deliveries(&c.storage.path, cmd)?))
+        }
+        Command::Jobs { config, cmd } => {
+            load(&config.config).and_then(|c| Ok(inspect::jobs(&c.storage.path, cmd)?))
+        }
+        Command::Orders { config, cmd } => {
+            load(&config.config).and_then(|c| Ok(inspect::orders(&c.storage.path, cmd)?))
+        }
+        Command::Events { config, cmd } => load(&config.config).and_then(|c| {
+            let delivers = c.fulfillment.as_ref().is_some_and(|f| f.url.is_some());
+            Ok(inspect::events(&c.storage.path, cmd, delivers)?)
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,516 @@
+//! `deliveries`, `jobs`, `orders` and `events`: what an operator reads and
+//! replays, straight from the database file (safe while the server runs).
+//! Tables by default, JSON with `--json`.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use crate::store::admin::{self, DeliveryFilter};
+use crate::store::{self, unix_ms_now};
+
+#[derive(Debug, Subcommand)]
+pub enum Deliveries {
+    /// Newest first.
+    List {
+        #[arg(long)]
+        account: Option<String>,
+        /// ipn, webhook or intent_webhook.
+        #[arg(long)]
+        kind: Option<String>,
+        #[arg(long)]
+        topic: Option<String>,
+        /// RFC 3339 time or unix seconds.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only deliveries older than this id (the next page).
+        #[arg(long)]
+        before: Option<i64>,
+        #[command(flatten)]
+        out: Output,
+    },
+    /// One delivery: the body exactly as received, headers, the job it fed.
+    Show {
+        id: i64,
+        #[command(flatten)]
+        out: Output,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Jobs {
+    /// Dead first.
+    List {
+        /// pending, running, done or dead.
+        #[arg(long)]
+        state: Option<String>,
+        #[command(flatten)]
+        out: Output,
+    },
+    /// Attempts, last error, next run, the deliveries and API calls.
+    Show {
+        id: i64,
+        #[command(flatten)]
+        out: Output,
+    },
+    /// Run a dead job again (or every dead job with --all-dead).
+    Retry {
+        #[arg(required_unless_present = "all_dead", conflicts_with = "all_dead")]
+        id: Option<i64>,
+        #[arg(long)]
+        all_dead: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Orders {
+    /// Paid amount, decision, blocked, and the history of deliveries,
+    /// API calls and events.
+    Show {
+        id: String,
+        /// Needed when there are several accounts.
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[command(flatten)]
+        out: Output,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Events {
+    /// Newest first.
+    List {
+        #[arg(long = "type")]
+        event_type: Option<String>,
+        /// pending, delivered, dead or stored.
+        #[arg(long)]
+        state: Option<String>,
+        #[command(flatten)]
+        out: Output,
+    },
+    Show {
+        id: String,
+        #[command(flatten)]
+        out: Output,
+    },
+    /// Send an event again, with the same id.
+    Redeliver { id: String },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Output {
+    /// JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// At most this many rows.
+    #[arg(long, default_value_t = admin::DEFAULT_LIMIT)]
+    limit: usize,
+}
+
+fn open(db: &Path) -> anyhow::Result<rusqlite::Connection> {
+    store::open_existing(db).context("cannot open the database")
+}
+
+pub fn deliveries(db: &Path, cmd: Deliveries) -> anyhow::Result<()> {
+    let conn = open(db)?;
+    match cmd {
+        Deliveries::List {
+            account,
+            kind,
+            topic,
+            since,
+            before,
+            out,
+        } => {
+            let since = since.map(|s| parse_time(&s)).transpose()?;
+            let filter = DeliveryFilter {
+                account,
+                kind,
+                topic,
+                since,
+                before,
+                limit: out.limit,
+            };
+            let rows = admin::list_deliveries(&conn, &filter)?;
+            print(&out, &rows, |rows| {
+                table(
+                    &[
+                        "ID",
+                        "RECEIVED",
+                        "ACCOUNT",
+                        "KIND",
+                        "TOPIC",
+                        "RESOURCE",
+                        "DUP OF",
+                        "SIGNATURE",
+                        "JOB",
+                    ],
+                    rows.iter()
+                        .map(|d| {
+                            vec![
+                                d.id.to_string(),
+                                d.received_at.clone(),
+                                d.account.clone(),
+                                d.kind.into(),
+                                d.topic.clone(),
+                                d.resource_id.clone(),
+                                opt(d.duplicate_of),
+                                d.signature.into(),
+                                d.job_key.clone().unwrap_or_else(|| "(ignored)".into()),
+                            ]
+                        })
+                        .collect(),
+                )
+            })
+        }
+        Deliveries::Show { id, out } => {
+            let d = admin::get_delivery(&conn, id)?.with_context(|| format!("no delivery {id}"))?;
+            print(&out, &d, |d| {
+                let mut s = fields(&[
+                    ("id", d.summary.id.to_string()),
+                    ("received", d.summary.received_at.clone()),
+                    ("account", d.summary.account.clone()),
+                    ("kind", d.summary.kind.into()),
+                    ("topic", d.summary.topic.clone()),
+                    ("resource", d.summary.resource_id.clone()),
+                    ("duplicate of", opt(d.summary.duplicate_of)),
+                    ("signature", d.summary.signature.into()),
+                    ("remote address", d.remote_addr.clone()),
+                    ("query", d.query.clone()),
+                    ("headers", d.headers.to_string()),
+                    (
+                        "job",
+                        d.job.as_ref().map_or("(none: ignored)".into(), |j| {
+                            format!("{} {} ({}, {} attempts)", j.id, j.key, j.state, j.attempts)
+                        }),
+                    ),
+                ]);
+                s.push_str("\nbody:\n");
+                match (&d.body, &d.body_base64) {
+                    (Some(text), _) => s.push_str(text),
+                    (None, Some(b64)) => s.push_str(&format!("(not UTF-8; base64) {b64}")),
+                    (None, None) => s.push_str("(empty)"),
+                }
+                s.push('\n');
+                s
+            })
+        }
+    }
+}
+
+pub fn jobs(db: &Path, cmd: Jobs) -> anyhow::Result<()> {
+    let conn = open(db)?;
+    match cmd {
+        Jobs::List { state, out } => {
+            let state = state
+                .map(|s| {
+                    admin::parse_job_state(&s).with_context(|| {
+                        format!("--state must be pending, running, done or dead, not {s:?}")
+                    })
+                })
+                .transpose()?;
+            let rows = admin::list_jobs(&conn, state, out.limit)?;
+            print(&out, &rows, |rows| {
+                table(
+                    &[
+                        "ID",
+                        "STATE",
+                        "KEY",
+                        "ACCOUNT",
+                        "ATTEMPTS",
+                        "NEXT RUN",
+                        "LAST ERROR",
+                    ],
+                    rows.iter()
+                        .map(|j| {
+                            vec![
+                                j.id.to_string(),
+                                j.state.into(),
+                                j.key.clone(),
+                                j.account.clone(),
+                                j.attempts.to_string(),
+                                j.next_run.clone().unwrap_or_default(),
+                                clip(j.last_error.as_deref().unwrap_or(""), 60),
+                            ]
+                        })
+                        .collect(),
+                )
+            })
+        }
+        Jobs::Show { id, out } => {
+            let j = admin::get_job(&conn, id)?.with_context(|| format!("no job {id}"))?;
+            print(&out, &j, |j| {
+                let mut s = fields(&[
+                    ("id", j.summary.id.to_string()),
+                    ("key", j.summary.key.clone()),
+                    ("account", j.summary.account.clone()),
+                    ("kind", j.summary.kind.into()),
+                    ("state", j.summary.state.into()),
+                    ("attempts", j.summary.attempts.to_string()),
+                    ("next run", j.summary.next_run.clone().unwrap_or_default()),
+                    (
+                        "last error",
+                        j.summary.last_error.clone().unwrap_or_default(),
+                    ),
+                    ("re-run requested", j.rerun_requested.to_string()),
+                    ("created", j.created_at.clone()),
+                    ("updated", j.summary.updated_at.clone()),
+                    (
+                        "deliveries",
+                        j.deliveries
+                            .iter()
+                            .map(i64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    ),
+                ]);
+                s.push_str("\nAPI calls:\n");
+                s.push_str(&fetch_table(&j.fetches));
+                s
+            })
+        }
+        Jobs::Retry { id, all_dead } => {
+            let now = unix_ms_now();
+            if all_dead {
+                let n = admin::retry_dead_jobs(&conn, now)?;
+                println!("{n} dead job(s) will run again");
+            } else if let Some(id) = id {
+                if !admin::retry_job(&conn, id, now)? {
+                    bail!("job {id} does not exist or is not dead");
+                }
+                println!("job {id} will run again");
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn orders(db: &Path, cmd: Orders) -> anyhow::Result<()> {
+    let conn = open(db)?;
+    let Orders::Show { id, account, out } = cmd;
+    let o = admin::get_order(&conn, &account, &id)?
+        .with_context(|| format!("nothing known of merchant order {id} (account {account})"))?;
+    print(&out, &o, |o| {
+        let mut s = fields(&[
+            ("merchant order", o.merchant_order_id.clone()),
+            ("account", o.account.clone()),
+            ("total", o.total_amount.clone().unwrap_or_default()),
+            ("paid", o.paid_amount.clone().unwrap_or_default()),
+            (
+                "decision",
+                o.decision.clone().unwrap_or_else(|| "(none yet)".into()),
+            ),
+            ("released", o.released_at.clone().unwrap_or_default()),
+            (
+                "blocked",
+                o.blocked_at.clone().unwrap_or_else(|| "no".into()),
+            ),
+            ("at risk", o.at_risk_at.clone().unwrap_or_default()),
+        ]);
+        s.push_str("\ndeliveries:\n");
+        s.push_str(&table(
+            &["ID", "RECEIVED", "KIND", "TOPIC", "RESOURCE"],
+            o.deliveries
+                .iter()
+                .map(|d| {
+                    vec![
+                        d.id.to_string(),
+                        d.received_at.clone(),
+                        d.kind.into(),
+                        d.topic.clone(),
+                        d.resource_id.clone(),
+                    ]
+                })
+                .collect(),
+        ));
+        s.push_str("\nAPI calls:\n");
+        s.push_str(&fetch_table(&o.fetches));
+        s.push_str("\nevents:\n");
+        s.push_str(&event_table(&o.events));
+        s
+    })
+}
+
+pub fn events(db: &Path, cmd: Events, delivers: bool) -> anyhow::Result<()> {
+    let conn = open(db)?;
+    match cmd {
+        Events::List {
+            event_type,
+            state,
+            out,
+        } => {
+            let state = state
+                .map(|s| {
+                    admin::parse_event_state(&s).with_context(|| {
+                        format!("--state must be pending, delivered, dead or stored, not {s:?}")
+                    })
+                })
+                .transpose()?;
+            let rows = admin::list_events(&conn, event_type.as_deref(), state, out.limit)?;
+            print(&out, &rows, |rows| event_table(rows))
+        }
+        Events::Show { id, out } => {
+            let e = admin::get_event(&conn, &id)?.with_context(|| format!("no event {id}"))?;
+            print(&out, &e, |e| {
+                let mut s = fields(&[
+                    ("id", e.summary.id.clone()),
+                    ("type", e.summary.event_type.clone()),
+                    ("account", e.summary.account.clone()),
+                    ("subject", e.summary.subject.clone()),
+                    ("state", e.summary.state.into()),
+                    ("attempts", e.summary.attempts.to_string()),
+                    ("created", e.summary.created_at.clone()),
+                    (
+                        "delivered",
+                        e.summary.delivered_at.clone().unwrap_or_default(),
+                    ),
+                    (
+                        "next attempt",
+                        e.next_attempt_at.clone().unwrap_or_default(),
+                    ),
+                    (
+                        "last error",
+                        e.summary.last_error.clone().unwrap_or_default(),
+                    ),
+                    ("job", opt(e.job_id)),
+                ]);
+                s.push_str("\nbody:\n");
+                s.push_str(&serde_json::to_string_pretty(&e.body).unwrap_or_default());
+                s.push('\n');
+                s
+            })
+        }
+        Events::Redeliver { id } => {
+            if !delivers {
+                bail!("events are only stored: set [fulfillment] url to deliver them");
+            }
+            if !admin::redeliver_event(&conn, &id, unix_ms_now())? {
+                bail!("no event {id}");
+            }
+            println!("event {id} will be delivered again, with the same id");
+            Ok(())
+        }
+    }
+}
+
+fn print<T: Serialize>(
+    out: &Output,
+    value: &T,
+    human: impl FnOnce(&T) -> String,
+) -> anyhow::Result<()> {
+    if out.json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        print!("{}", human(value));
+    }
+    Ok(())
+}
+
+fn event_table(rows: &[admin::EventSummary]) -> String {
+    table(
+        &[
+            "ID",
+            "TYPE",
+            "SUBJECT",
+            "STATE",
+            "ATTEMPTS",
+            "CREATED",
+            "LAST ERROR",
+        ],
+        rows.iter()
+            .map(|e| {
+                vec![
+                    e.id.clone(),
+                    e.event_type.clone(),
+                    e.subject.clone(),
+                    e.state.into(),
+                    e.attempts.to_string(),
+                    e.created_at.clone(),
+                    clip(e.last_error.as_deref().unwrap_or(""), 50),
+                ]
+            })
+            .collect(),
+    )
+}
+
+fn fetch_table(rows: &[admin::FetchView]) -> String {
+    table(
+        &["AT", "JOB", "ENDPOINT", "RESOURCE", "STATUS", "MS"],
+        rows.iter()
+            .map(|f| {
+                vec![
+                    f.at.clone(),
+                    f.job_id.to_string(),
+                    f.endpoint.clone(),
+                    f.resource_id.clone(),
+                    if f.status == 0 {
+                        "no answer".into()
+                    } else {
+                        f.status.to_string()
+                    },
+                    f.elapsed_ms.to_string(),
+                ]
+            })
+            .collect(),
+    )
+}
+
+/// Left-aligned columns, two spaces apart.
+fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    if rows.is_empty() {
+        return "(none)\n".into();
+    }
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(cell);
+            } else {
+                s.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+fn fields(pairs: &[(&str, String)]) -> String {
+    let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k:<width$}  {v}\n"))
+        .collect()
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        s.chars().take(max - 1).collect::<String>() + "…"
+    }
+}
+
+fn parse_time(s: &str) -> anyhow::Result<i64> {
+    if let Ok(secs) = s.parse::<i64>() {
+        return Ok(secs * 1000);
+    }
+    humantime::parse_rfc3339_weak(s)
+        .map(store::unix_ms)
+        .with_context(|| format!("--since must be RFC 3339 or unix seconds, not {s:?}"))
+}

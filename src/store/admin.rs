@@ -1,0 +1,543 @@
+//! What an operator reads and replays: deliveries, jobs, merchant orders and
+//! events, for the admin API and the CLI alike. Every function takes a
+//! plain connection, so the CLI can use them on the database file while the
+//! server runs (WAL: readers never wait for the writer).
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::decisions::rfc3339;
+use crate::domain::{EventState, JobKind, JobState, Kind, SignatureStatus};
+
+pub const DEFAULT_LIMIT: usize = 50;
+pub const MAX_LIMIT: usize = 500;
+
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryFilter {
+    pub account: Option<String>,
+    pub kind: Option<String>,
+    pub topic: Option<String>,
+    /// Unix milliseconds.
+    pub since: Option<i64>,
+    /// Only deliveries older than this id (the next page).
+    pub before: Option<i64>,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliverySummary {
+    pub id: i64,
+    pub received_at: String,
+    pub account: String,
+    pub kind: &'static str,
+    pub topic: String,
+    pub resource_id: String,
+    pub duplicate_of: Option<i64>,
+    pub signature: &'static str,
+    /// `None`: a topic not acted on.
+    pub job_key: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    pub summary: DeliverySummary,
+    pub notification_id: Option<String>,
+    pub source_news: Option<String>,
+    pub remote_addr: String,
+    pub query: String,
+    pub headers: Value,
+    /// The body exactly as received, when it is UTF-8 (else `body_base64`).
+    pub body: Option<String>,
+    pub body_base64: Option<String>,
+    pub job: Option<JobSummary>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct JobSummary {
+    pub id: i64,
+    pub account: String,
+    pub key: String,
+    pub kind: &'static str,
+    pub state: &'static str,
+    pub attempts: i64,
+    pub next_run: Option<String>,
+    pub last_error: Option<String>,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct JobDetail {
+    #[serde(flatten)]
+    pub summary: JobSummary,
+    pub created_at: String,
+    pub lease_until: Option<String>,
+    pub rerun_requested: bool,
+    pub input_delivery_id: Option<i64>,
+    pub deliveries: Vec<i64>,
+    pub fetches: Vec<FetchView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FetchView {
+    pub job_id: i64,
+    pub endpoint: String,
+    pub resource_id: String,
+    /// HTTP status; 0 when no answer came.
+    pub status: i64,
+    pub elapsed_ms: i64,
+    pub at: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventSummary {
+    pub id: String,
+    pub account: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub subject: String,
+    pub state: &'static str,
+    pub attempts: i64,
+    pub created_at: String,
+    pub delivered_at: Option<String>,
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventDetail {
+    #[serde(flatten)]
+    pub summary: EventSummary,
+    pub job_id: Option<i64>,
+    pub next_attempt_at: Option<String>,
+    /// The exact JSON that is POSTed.
+    pub body: Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderView {
+    pub account: String,
+    pub merchant_order_id: String,
+    pub total_amount: Option<String>,
+    pub paid_amount: Option<String>,
+    /// The latest of released, awaiting shipment, blocked, fraud after release.
+    pub decision: Option<String>,
+    pub released_at: Option<String>,
+    pub blocked: bool,
+    pub blocked_at: Option<String>,
+    pub at_risk_at: Option<String>,
+    pub deliveries: Vec<DeliverySummary>,
+    pub fetches: Vec<FetchView>,
+    pub events: Vec<EventSummary>,
+}
+
+fn ts(ms: Option<i64>) -> Option<String> {
+    ms.map(rfc3339)
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    k.as_str()
+}
+
+fn signature_name(s: SignatureStatus) -> &'static str {
+    match s {
+        SignatureStatus::NotChecked => "not_checked",
+        SignatureStatus::Valid => "valid",
+        SignatureStatus::Invalid => "invalid",
+    }
+}
+
+fn parse_kind(s: &str) -> Option<Kind> {
+    [Kind::Ipn, Kind::Webhook, Kind::IntentWebhook]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+}
+
+pub fn parse_job_state(s: &str) -> Option<JobState> {
+    [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Done,
+        JobState::Dead,
+    ]
+    .into_iter()
+    .find(|k| k.as_str() == s)
+}
+
+pub fn parse_event_state(s: &str) -> Option<EventState> {
+    [
+        EventState::Pending,
+        EventState::Delivered,
+        EventState::Dead,
+        EventState::Stored,
+    ]
+    .into_iter()
+    .find(|k| k.as_str() == s)
+}
+
+const DELIVERY_COLUMNS: &str =
+    "id, received_at, account, kind, topic, resource_id, duplicate_of, signature, job_key";
+
+fn delivery_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliverySummary> {
+    Ok(DeliverySummary {
+        id: r.get(0)?,
+        received_at: rfc3339(r.get(1)?),
+        account: r.get(2)?,
+        kind: kind_name(r.get(3)?),
+        topic: r.get(4)?,
+        resource_id: r.get(5)?,
+        duplicate_of: r.get(6)?,
+        signature: signature_name(r.get(7)?),
+        job_key: r.get(8)?,
+    })
+}
+
+/// Newest first. An unknown `kind` matches nothing.
+pub fn list_deliveries(
+    conn: &Connection,
+    f: &DeliveryFilter,
+) -> rusqlite::Result<Vec<DeliverySummary>> {
+    let kind = match f.kind.as_deref() {
+        None => None,
+        Some(k) => match parse_kind(k) {
+            Some(k) => Some(k as i16),
+            None => return Ok(Vec::new()),
+        },
+    };
+    conn.prepare_cached(&format!(
+        "SELECT {DELIVERY_COLUMNS} FROM deliveries
+         WHERE (?1 IS NULL OR account = ?1) AND (?2 IS NULL OR kind = ?2)
+           AND (?3 IS NULL OR topic = ?3) AND (?4 IS NULL OR received_at >= ?4)
+           AND (?5 IS NULL OR id < ?5)
+         ORDER BY id DESC LIMIT ?6"
+    ))?
+    .query_map(
+        params![f.account, kind, f.topic, f.since, f.before, clamp(f.limit)],
+        delivery_summary,
+    )?
+    .collect()
+}
+
+pub fn get_delivery(conn: &Connection, id: i64) -> rusqlite::Result<Option<DeliveryDetail>> {
+    let row = conn
+        .query_row(
+            &format!(
+                "SELECT {DELIVERY_COLUMNS}, notification_id, source_news, remote_addr, query, headers, body
+                 FROM deliveries WHERE id = ?1"
+            ),
+            [id],
+            |r| {
+                Ok((
+                    delivery_summary(r)?,
+                    r.get::<_, Option<String>>(9)?,
+                    r.get::<_, Option<String>>(10)?,
+                    r.get::<_, String>(11)?,
+                    r.get::<_, String>(12)?,
+                    r.get::<_, String>(13)?,
+                    r.get::<_, Option<Vec<u8>>>(14)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((summary, notification_id, source_news, remote_addr, query, headers, body)) = row
+    else {
+        return Ok(None);
+    };
+    let job = match &summary.job_key {
+        Some(key) => conn
+            .query_row(
+                &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE account = ?1 AND job_key = ?2"),
+                params![summary.account, key],
+                job_summary,
+            )
+            .optional()?,
+        None => None,
+    };
+    let (body, body_base64) = match body {
+        None => (None, None),
+        Some(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => (Some(text), None),
+            Err(e) => {
+                use base64::Engine;
+                (
+                    None,
+                    Some(base64::engine::general_purpose::STANDARD.encode(e.as_bytes())),
+                )
+            }
+        },
+    };
+    Ok(Some(DeliveryDetail {
+        summary,
+        notification_id,
+        source_news,
+        remote_addr,
+        query,
+        headers: serde_json::from_str(&headers).unwrap_or(Value::Null),
+        body,
+        body_base64,
+        job,
+    }))
+}
+
+const JOB_COLUMNS: &str =
+    "id, account, job_key, kind, state, attempts, run_at, last_error, updated_at";
+
+fn job_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobSummary> {
+    let state: JobState = r.get(4)?;
+    let kind: JobKind = r.get(3)?;
+    Ok(JobSummary {
+        id: r.get(0)?,
+        account: r.get(1)?,
+        key: r.get(2)?,
+        kind: kind.as_str(),
+        state: state.as_str(),
+        attempts: r.get(5)?,
+        next_run: (state == JobState::Pending)
+            .then(|| r.get(6).map(rfc3339))
+            .transpose()?,
+        last_error: r.get(7)?,
+        updated_at: rfc3339(r.get(8)?),
+    })
+}
+
+/// Dead first, then running, pending and done; newest first within each.
+pub fn list_jobs(
+    conn: &Connection,
+    state: Option<JobState>,
+    limit: usize,
+) -> rusqlite::Result<Vec<JobSummary>> {
+    conn.prepare_cached(&format!(
+        "SELECT {JOB_COLUMNS} FROM jobs WHERE (?1 IS NULL OR state = ?1)
+         ORDER BY CASE state WHEN 3 THEN 0 WHEN 1 THEN 1 WHEN 0 THEN 2 ELSE 3 END, updated_at DESC
+         LIMIT ?2"
+    ))?
+    .query_map(params![state, clamp(limit)], job_summary)?
+    .collect()
+}
+
+pub fn get_job(conn: &Connection, id: i64) -> rusqlite::Result<Option<JobDetail>> {
+    let row = conn
+        .query_row(
+            &format!(
+                "SELECT {JOB_COLUMNS}, created_at, lease_until, rerun, input_delivery_id FROM jobs WHERE id = ?1"
+            ),
+            [id],
+            |r| {
+                Ok((
+                    job_summary(r)?,
+                    r.get::<_, i64>(9)?,
+                    r.get::<_, Option<i64>>(10)?,
+                    r.get::<_, bool>(11)?,
+                    r.get::<_, Option<i64>>(12)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((summary, created_at, lease_until, rerun, input)) = row else {
+        return Ok(None);
+    };
+    let deliveries = conn
+        .prepare_cached(
+            "SELECT id FROM deliveries WHERE account = ?1 AND job_key = ?2
+             ORDER BY id DESC LIMIT 100",
+        )?
+        .query_map(params![summary.account, summary.key], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    let fetches = fetches_of(conn, "job_id = ?1", params![id])?;
+    Ok(Some(JobDetail {
+        summary,
+        created_at: rfc3339(created_at),
+        lease_until: ts(lease_until),
+        rerun_requested: rerun,
+        input_delivery_id: input,
+        deliveries,
+        fetches,
+    }))
+}
+
+fn fetches_of(
+    conn: &Connection,
+    condition: &str,
+    p: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<FetchView>> {
+    conn.prepare(&format!(
+        "SELECT job_id, endpoint, resource_id, status, elapsed_ms, at FROM fetches
+         WHERE {condition} ORDER BY id DESC LIMIT 200"
+    ))?
+    .query_map(p, |r| {
+        Ok(FetchView {
+            job_id: r.get(0)?,
+            endpoint: r.get(1)?,
+            resource_id: r.get(2)?,
+            status: r.get(3)?,
+            elapsed_ms: r.get(4)?,
+            at: rfc3339(r.get(5)?),
+        })
+    })?
+    .collect()
+}
+
+/// A dead job runs again, with fresh attempts. `false`: no such dead job.
+pub fn retry_job(conn: &Connection, id: i64, now: i64) -> rusqlite::Result<bool> {
+    Ok(conn.execute(
+        "UPDATE jobs SET state = ?2, attempts = 0, run_at = ?3, last_error = NULL, updated_at = ?3
+         WHERE id = ?1 AND state = ?4",
+        params![id, JobState::Pending, now, JobState::Dead],
+    )? == 1)
+}
+
+pub fn retry_dead_jobs(conn: &Connection, now: i64) -> rusqlite::Result<usize> {
+    conn.execute(
+        "UPDATE jobs SET state = ?1, attempts = 0, run_at = ?2, last_error = NULL, updated_at = ?2
+         WHERE state = ?3",
+        params![JobState::Pending, now, JobState::Dead],
+    )
+}
+
+const EVENT_COLUMNS: &str =
+    "id, account, type, subject, state, attempts, created_at, delivered_at, last_error";
+
+fn event_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventSummary> {
+    let state: EventState = r.get(4)?;
+    Ok(EventSummary {
+        id: r.get(0)?,
+        account: r.get(1)?,
+        event_type: r.get(2)?,
+        subject: r.get(3)?,
+        state: state.as_str(),
+        attempts: r.get(5)?,
+        created_at: rfc3339(r.get(6)?),
+        delivered_at: ts(r.get(7)?),
+        last_error: r.get(8)?,
+    })
+}
+
+/// Newest first.
+pub fn list_events(
+    conn: &Connection,
+    event_type: Option<&str>,
+    state: Option<EventState>,
+    limit: usize,
+) -> rusqlite::Result<Vec<EventSummary>> {
+    conn.prepare_cached(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events
+         WHERE (?1 IS NULL OR type = ?1) AND (?2 IS NULL OR state = ?2)
+         ORDER BY created_at DESC, rowid DESC LIMIT ?3"
+    ))?
+    .query_map(params![event_type, state, clamp(limit)], event_summary)?
+    .collect()
+}
+
+pub fn get_event(conn: &Connection, id: &str) -> rusqlite::Result<Option<EventDetail>> {
+    conn.query_row(
+        &format!("SELECT {EVENT_COLUMNS}, job_id, next_attempt_at, body FROM events WHERE id = ?1"),
+        [id],
+        |r| {
+            let summary = event_summary(r)?;
+            let pending = summary.state == EventState::Pending.as_str();
+            Ok(EventDetail {
+                summary,
+                job_id: r.get(9)?,
+                next_attempt_at: if pending { ts(r.get(10)?) } else { None },
+                body: serde_json::from_str(&r.get::<_, String>(11)?).unwrap_or(Value::Null),
+            })
+        },
+    )
+    .optional()
+}
+
+/// Sends an event again, with the same id. `false`: no such event.
+pub fn redeliver_event(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<bool> {
+    Ok(conn.execute(
+        "UPDATE events SET state = ?2, next_attempt_at = ?3, delivered_at = NULL WHERE id = ?1",
+        params![id, EventState::Pending, now],
+    )? == 1)
+}
+
+/// A merchant order's state and its history. `None` when nothing is known
+/// of it.
+pub fn get_order(
+    conn: &Connection,
+    account: &str,
+    order: &str,
+) -> rusqlite::Result<Option<OrderView>> {
+    let subject = format!("merchant_order:{order}");
+    let state = conn
+        .query_row(
+            "SELECT total_amount, paid_amount, released_at, blocked_at, at_risk_at FROM orders
+             WHERE account = ?1 AND order_id = ?2",
+            params![account, order],
+            |r| {
+                Ok((
+                    r.get::<_, Option<String>>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, Option<i64>>(2)?,
+                    r.get::<_, Option<i64>>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
+                ))
+            },
+        )
+        .optional()?;
+    // The jobs that touched the order: its own, those that fetched it, and
+    // those that decided about it (a payment's, a fraud alert's).
+    let related = "SELECT id FROM jobs WHERE account = ?1 AND job_key = 'merchant_order:' || ?2
+                   UNION SELECT job_id FROM fetches WHERE account = ?1 AND endpoint = 'merchant_order' AND resource_id = ?2
+                   UNION SELECT job_id FROM decisions WHERE account = ?1 AND subject = 'merchant_order:' || ?2";
+    let deliveries = conn
+        .prepare(&format!(
+            "SELECT {DELIVERY_COLUMNS} FROM deliveries d
+             WHERE d.account = ?1 AND (d.resource_id = ?2 OR EXISTS (
+                 SELECT 1 FROM jobs j WHERE j.account = d.account AND j.job_key = d.job_key
+                 AND j.id IN ({related})))
+             ORDER BY d.id DESC LIMIT 200"
+        ))?
+        .query_map(params![account, order], delivery_summary)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let fetches = fetches_of(
+        conn,
+        &format!("job_id IN ({related})"),
+        params![account, order],
+    )?;
+    let events = conn
+        .prepare(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events
+             WHERE account = ?1 AND (subject = ?3 OR job_id IN ({related}))
+             ORDER BY created_at, rowid"
+        ))?
+        .query_map(params![account, order, subject], event_summary)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    if state.is_none() && deliveries.is_empty() && events.is_empty() {
+        return Ok(None);
+    }
+    let decision = conn
+        .query_row(
+            "SELECT event_type FROM decisions WHERE account = ?1 AND subject = ?2 AND event_id IS NOT NULL
+             ORDER BY id DESC LIMIT 1",
+            params![account, subject],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let (total, paid, released, blocked, at_risk) = state.unwrap_or_default();
+    Ok(Some(OrderView {
+        account: account.to_string(),
+        merchant_order_id: order.to_string(),
+        total_amount: total,
+        paid_amount: paid,
+        decision,
+        released_at: ts(released),
+        blocked: blocked.is_some(),
+        blocked_at: ts(blocked),
+        at_risk_at: ts(at_risk),
+        deliveries,
+        fetches,
+        events,
+    }))
+}
+
+fn clamp(limit: usize) -> i64 {
+    if limit == 0 {
+        DEFAULT_LIMIT as i64
+    } else {
+        limit.min(MAX_LIMIT) as i64
+    }
+}

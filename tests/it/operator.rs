@@ -1,0 +1,338 @@
+//! The operator's surface: the admin API and the CLI, against a live app.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use pointhook::clock::ManualClock;
+use serde_json::Value;
+
+use crate::helpers::*;
+use crate::platform::*;
+
+const TOKEN: &str = "admin-secret";
+
+struct Scene {
+    api: FakeApi,
+    merchant: Merchant,
+    app: TestApp,
+    clock: Arc<ManualClock>,
+}
+
+/// A released order, a dead job (the API refused it), and their deliveries.
+async fn scene() -> Scene {
+    let api = FakeApi::start().await;
+    let merchant = Merchant::start().await;
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let app = spawn_app_with(TestConfig {
+        admin_token: Some(TOKEN.into()),
+        ..TestConfig::default()
+            .api(&api.uri())
+            .clock(clock.clone())
+            .extra(&merchant.config())
+    })
+    .await;
+    api.payment("123456789", "approved", "100", Some("4945357007"));
+    api.order(
+        "4945357007",
+        "100",
+        &[("123456789", "100", "approved")],
+        None,
+    );
+    app.post_fixture(&fixture("ipn-payment.json")).await;
+    app.post_fixture(&fixture("ipn-merchant-order.json")).await;
+    api.fail_next("/merchant_orders/777", 1000, status(500))
+        .await;
+    app.post("topic=merchant_order&id=777", &[], None).await;
+    for _ in 0..8 {
+        app.run_jobs().await;
+        clock.advance(Duration::from_secs(400));
+    }
+    assert_eq!(app.job("merchant_order:777").0, 3, "dead");
+    app.deliver_events().await;
+    Scene {
+        api,
+        merchant,
+        app,
+        clock,
+    }
+}
+
+impl Scene {
+    async fn admin(&self, method: &str, path: &str) -> (u16, Value) {
+        let url = format!("http://{}{path}", self.app.admin_addr.unwrap());
+        let req = match method {
+            "POST" => self.app.client.post(url),
+            _ => self.app.client.get(url),
+        };
+        answer(req.bearer_auth(TOKEN).send().await.unwrap()).await
+    }
+}
+
+#[tokio::test]
+async fn the_admin_api_needs_its_token() {
+    let s = scene().await;
+    let url = format!("http://{}/api/jobs", s.app.admin_addr.unwrap());
+    let res = s.app.client.get(&url).send().await.unwrap();
+    assert_eq!(res.status(), 401);
+    assert_eq!(res.headers()["www-authenticate"], "Bearer");
+    let res = s
+        .app
+        .client
+        .get(&url)
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+    let (status, body) = answer(
+        s.app
+            .client
+            .get(&url)
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(body.is_array());
+    s.app.stop().await;
+}
+
+#[tokio::test]
+async fn the_admin_api_is_off_without_an_admin_section() {
+    let app = spawn_app().await;
+    assert!(app.admin_addr.is_none());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn deliveries_list_filter_page_and_show() {
+    let s = scene().await;
+    let (status, all) = s.admin("GET", "/api/deliveries").await;
+    assert_eq!(status, 200);
+    let all = all.as_array().unwrap();
+    assert_eq!(all.len(), 3);
+    let ids: Vec<i64> = all.iter().map(|d| d["id"].as_i64().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+
+    let (_, payments) = s
+        .admin(
+            "GET",
+            "/api/deliveries?topic=payment&kind=ipn&account=default",
+        )
+        .await;
+    assert_eq!(payments.as_array().unwrap().len(), 1);
+    let (_, none) = s.admin("GET", "/api/deliveries?account=nobody").await;
+    assert!(none.as_array().unwrap().is_empty());
+    let (_, page) = s
+        .admin("GET", &format!("/api/deliveries?limit=1&before={}", ids[0]))
+        .await;
+    assert_eq!(page[0]["id"], ids[1]);
+    let (_, recent) = s
+        .admin("GET", "/api/deliveries?since=2000-01-01T00:00:00Z")
+        .await;
+    assert_eq!(recent.as_array().unwrap().len(), 3);
+    let (status, _) = s.admin("GET", "/api/deliveries?since=yesterday").await;
+    assert_eq!(status, 400);
+
+    let payment = payments[0]["id"].as_i64().unwrap();
+    let (status, d) = s.admin("GET", &format!("/api/deliveries/{payment}")).await;
+    assert_eq!(status, 200);
+    let f = fixture("ipn-payment.json");
+    assert_eq!(
+        d["body"].as_str().unwrap().as_bytes(),
+        f.body.unwrap().as_slice(),
+        "exactly as received"
+    );
+    assert_eq!(d["headers"]["user-agent"], "MercadoPago Feed v2.0 payment");
+    assert_eq!(d["job"]["key"], "payment:123456789");
+    assert_eq!(d["job"]["state"], "done");
+    let (status, _) = s.admin("GET", "/api/deliveries/999999").await;
+    assert_eq!(status, 404);
+    s.app.stop().await;
+}
+
+#[tokio::test]
+async fn jobs_dead_first_show_and_retry_until_it_succeeds() {
+    let s = scene().await;
+    let (_, jobs) = s.admin("GET", "/api/jobs").await;
+    assert_eq!(jobs[0]["state"], "dead", "{jobs}");
+    let dead = jobs[0]["id"].as_i64().unwrap();
+    let (_, only_dead) = s.admin("GET", "/api/jobs?state=dead").await;
+    assert_eq!(only_dead.as_array().unwrap().len(), 1);
+    let (status, _) = s.admin("GET", "/api/jobs?state=zombie").await;
+    assert_eq!(status, 400);
+
+    let (status, job) = s.admin("GET", &format!("/api/jobs/{dead}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(job["attempts"], 6);
+    assert!(job["last_error"].as_str().unwrap().contains("500"));
+    assert_eq!(job["fetches"].as_array().unwrap().len(), 6);
+    assert_eq!(job["fetches"][0]["status"], 500);
+    assert_eq!(job["deliveries"].as_array().unwrap().len(), 1);
+
+    // The fault is gone: a retry runs it again, and it succeeds.
+    // Drop the injected 500s; serve the order as it now is.
+    s.api.server.reset().await;
+    wiremock::Mock::given(wiremock::matchers::method("GET"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "id": 777, "total_amount": 5, "payments": [{"id": 1, "transaction_amount": 5, "status": "approved"}], "shipments": []
+        })))
+        .mount(&s.api.server)
+        .await;
+    let (status, body) = s.admin("POST", &format!("/api/jobs/{dead}/retry")).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = s.admin("POST", &format!("/api/jobs/{dead}/retry")).await;
+    assert_eq!(status, 409, "not dead any more");
+    s.app.run_jobs().await;
+    let (_, job) = s.admin("GET", &format!("/api/jobs/{dead}")).await;
+    assert_eq!(job["state"], "done");
+    assert!(s.app.event_types().contains(&"order.released".to_string()));
+
+    let (status, body) = s.admin("POST", "/api/jobs/retry-dead").await;
+    assert_eq!((status, body["retried"].as_i64()), (200, Some(0)));
+    s.app.stop().await;
+}
+
+#[tokio::test]
+async fn an_order_shows_its_state_and_history() {
+    let s = scene().await;
+    let (status, o) = s.admin("GET", "/api/orders/4945357007").await;
+    assert_eq!(status, 200, "{o}");
+    assert_eq!(o["paid_amount"], "100.00");
+    assert_eq!(o["decision"], "order.released");
+    assert_eq!(o["blocked"], false);
+    assert_eq!(
+        o["deliveries"].as_array().unwrap().len(),
+        2,
+        "the payment's and the order's"
+    );
+    assert!(o["fetches"].as_array().unwrap().len() >= 2);
+    assert_eq!(o["events"][0]["type"], "order.released");
+    let (status, _) = s.admin("GET", "/api/orders/1").await;
+    assert_eq!(status, 404);
+    s.app.stop().await;
+}
+
+#[tokio::test]
+async fn events_list_show_and_redeliver_with_the_same_id() {
+    let s = scene().await;
+    let (_, events) = s.admin("GET", "/api/events?type=order.released").await;
+    let id = events[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(events[0]["state"], "delivered");
+    let (_, e) = s.admin("GET", &format!("/api/events/{id}")).await;
+    assert_eq!(e["body"]["id"], id.as_str());
+    assert_eq!(e["attempts"], 1);
+    let (status, _) = s
+        .admin("POST", &format!("/api/events/{id}/redeliver"))
+        .await;
+    assert_eq!(status, 200);
+    s.clock.advance(Duration::from_secs(1));
+    s.app.deliver_events().await;
+    let received = s.merchant.received().await;
+    assert_eq!(received.len(), 2);
+    assert!(
+        received
+            .iter()
+            .all(|r| r.headers["webhook-id"] == id.as_str())
+    );
+    let (status, _) = s.admin("POST", "/api/events/evt_nope/redeliver").await;
+    assert_eq!(status, 404);
+    let (status, _) = s.admin("GET", "/api/nothing").await;
+    assert_eq!(status, 404);
+    s.app.stop().await;
+}
+
+fn cli(app: &TestApp, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pointhook"))
+        .args(args)
+        .arg("--config")
+        .arg(&app.config_path)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_reads_and_replays_a_live_servers_database() {
+    let s = scene().await;
+    // Keep the server writing while the CLI reads.
+    let app = &s.app;
+    let load = {
+        let client = app.client.clone();
+        let url = app.url("/notifications");
+        tokio::spawn(async move {
+            for i in 0..200 {
+                let _ = client
+                    .post(format!("{url}?topic=payment&id=l{i}"))
+                    .send()
+                    .await;
+            }
+        })
+    };
+    let (ok, out, err) = tokio::task::block_in_place(|| cli(app, &["deliveries", "list"]));
+    assert!(ok, "{err}");
+    assert!(out.starts_with("ID"), "{out}");
+    assert!(out.contains("payment:123456789"), "{out}");
+    assert!(!err.contains("locked"), "{err}");
+
+    let (ok, out, _) = tokio::task::block_in_place(|| {
+        cli(
+            app,
+            &["deliveries", "list", "--json", "--topic", "merchant_order"],
+        )
+    });
+    assert!(ok);
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 2);
+    let id = rows[0]["id"].as_i64().unwrap().to_string();
+
+    let (ok, out, _) = tokio::task::block_in_place(|| cli(app, &["deliveries", "show", &id]));
+    assert!(ok);
+    assert!(out.contains("body:"), "{out}");
+
+    let (ok, out, _) = tokio::task::block_in_place(|| cli(app, &["jobs", "list"]));
+    assert!(ok);
+    let first_row = out.lines().nth(1).unwrap();
+    assert!(first_row.contains("dead"), "dead first: {out}");
+    let dead_id = first_row.split_whitespace().next().unwrap().to_string();
+    let (ok, out, _) = tokio::task::block_in_place(|| cli(app, &["jobs", "show", &dead_id]));
+    assert!(ok);
+    assert!(out.contains("API calls:") && out.contains("500"), "{out}");
+
+    let (ok, out, _) = tokio::task::block_in_place(|| cli(app, &["orders", "show", "4945357007"]));
+    assert!(ok);
+    assert!(
+        out.contains("order.released") && out.contains("100.00"),
+        "{out}"
+    );
+
+    let (ok, out, _) = tokio::task::block_in_place(|| cli(app, &["events", "list", "--json"]));
+    assert!(ok);
+    let events: Value = serde_json::from_str(&out).unwrap();
+    let event_id = events[0]["id"].as_str().unwrap().to_string();
+    let (ok, out, _) = tokio::task::block_in_place(|| cli(app, &["events", "show", &event_id]));
+    assert!(ok && out.contains(&event_id));
+    let (ok, out, _) =
+        tokio::task::block_in_place(|| cli(app, &["events", "redeliver", &event_id]));
+    assert!(ok, "{out}");
+    assert_eq!(app.count("SELECT count(*) FROM events WHERE state = 0"), 1);
+
+    let (ok, out, _) = tokio::task::block_in_place(|| cli(app, &["jobs", "retry", &dead_id]));
+    assert!(ok, "{out}");
+    assert_eq!(app.job("merchant_order:777").0, 0, "pending again");
+    let (ok, _, err) = tokio::task::block_in_place(|| cli(app, &["jobs", "retry", &dead_id]));
+    assert!(!ok);
+    assert_eq!(err.lines().count(), 1, "one clear line: {err}");
+    assert!(err.contains("not dead"), "{err}");
+    let (ok, _, err) = tokio::task::block_in_place(|| cli(app, &["deliveries", "show", "999999"]));
+    assert!(!ok && err.contains("no delivery 999999"), "{err}");
+    load.await.unwrap();
+    s.app.stop().await;
+}
