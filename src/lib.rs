@@ -28,6 +28,7 @@ pub mod money;
 pub mod outbox;
 mod retry;
 pub mod rules;
+pub mod sandbox;
 pub mod store;
 pub mod tls;
 pub mod worker;

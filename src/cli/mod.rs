@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 mod inspect;
+mod sandbox;
 
 use crate::config::{Config, ConfigError, LogFormat};
 use crate::store::Store;
@@ -19,6 +20,9 @@ use crate::{App, Options};
 /// `EX_USAGE`: the configuration is wrong; restarting will not help.
 const EXIT_CONFIG: u8 = 64;
 
+/// Where the service's configuration is looked for by default.
+const DEFAULT_CONFIG: &str = "/etc/pointhook/pointhook.toml";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "pointhook",
@@ -26,6 +30,10 @@ const EXIT_CONFIG: u8 = 64;
     about = "Receives payment notifications, stores them durably and decides once"
 )]
 struct Cli {
+    /// The TOML configuration file [default: /etc/pointhook/pointhook.toml];
+    /// for `sandbox`, the sandbox's own settings file.
+    #[arg(long, short, global = true, env = "POINTHOOK_CONFIG")]
+    config: Option<PathBuf>,
     /// Log format (overrides [log] format).
     #[arg(long, global = true, value_enum)]
     log_format: Option<LogFormat>,
@@ -36,52 +44,25 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Receive notifications (and run the worker unless [worker] enabled = false).
-    Serve(ConfigArg),
+    Serve,
     /// Validate a configuration and print what is in effect, secrets masked.
-    CheckConfig(ConfigArg),
+    CheckConfig,
     /// Apply the database migrations and exit.
-    Migrate(ConfigArg),
+    Migrate,
     /// Read the notifications received.
-    Deliveries {
-        #[command(flatten)]
-        config: ConfigArg,
-        #[command(subcommand)]
-        cmd: inspect::Deliveries,
-    },
+    #[command(subcommand)]
+    Deliveries(inspect::Deliveries),
     /// Read jobs; run dead ones again.
-    Jobs {
-        #[command(flatten)]
-        config: ConfigArg,
-        #[command(subcommand)]
-        cmd: inspect::Jobs,
-    },
+    #[command(subcommand)]
+    Jobs(inspect::Jobs),
     /// A merchant order's state and history.
-    Orders {
-        #[command(flatten)]
-        config: ConfigArg,
-        #[command(subcommand)]
-        cmd: inspect::Orders,
-    },
+    #[command(subcommand)]
+    Orders(inspect::Orders),
     /// Read events; deliver one again.
-    Events {
-        #[command(flatten)]
-        config: ConfigArg,
-        #[command(subcommand)]
-        cmd: inspect::Events,
-    },
-}
-
-#[derive(Debug, clap::Args)]
-struct ConfigArg {
-    /// The TOML configuration file.
-    #[arg(
-        long,
-        short,
-        global = true,
-        env = "POINTHOOK_CONFIG",
-        default_value = "/etc/pointhook/pointhook.toml"
-    )]
-    config: PathBuf,
+    #[command(subcommand)]
+    Events(inspect::Events),
+    /// Run the local emulator of the notification service.
+    Sandbox(sandbox::SandboxArgs),
 }
 
 /// Why a command failed, which decides the exit code.
@@ -98,23 +79,29 @@ impl From<anyhow::Error> for Failure {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let config = cli
+        .config
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
     let result = match cli.command {
-        Command::Serve(arg) => serve(&arg.config, cli.log_format),
-        Command::CheckConfig(arg) => check_config(&arg.config),
-        Command::Migrate(arg) => migrate(&arg.config),
-        Command::Deliveries { config, cmd } => {
-            load(&config.config).and_then(|c| Ok(inspect::deliveries(&c.storage.path, cmd)?))
+        Command::Serve => serve(&config, cli.log_format),
+        Command::CheckConfig => check_config(&config),
+        Command::Migrate => migrate(&config),
+        Command::Deliveries(cmd) => {
+            load(&config).and_then(|c| Ok(inspect::deliveries(&c.storage.path, cmd)?))
         }
-        Command::Jobs { config, cmd } => {
-            load(&config.config).and_then(|c| Ok(inspect::jobs(&c.storage.path, cmd)?))
+        Command::Jobs(cmd) => load(&config).and_then(|c| Ok(inspect::jobs(&c.storage.path, cmd)?)),
+        Command::Orders(cmd) => {
+            load(&config).and_then(|c| Ok(inspect::orders(&c.storage.path, cmd)?))
         }
-        Command::Orders { config, cmd } => {
-            load(&config.config).and_then(|c| Ok(inspect::orders(&c.storage.path, cmd)?))
-        }
-        Command::Events { config, cmd } => load(&config.config).and_then(|c| {
+        Command::Events(cmd) => load(&config).and_then(|c| {
             let delivers = c.fulfillment.as_ref().is_some_and(|f| f.url.is_some());
             Ok(inspect::events(&c.storage.path, cmd, delivers)?)
         }),
+        Command::Sandbox(args) => {
+            init_tracing(cli.log_format.unwrap_or_default(), "info");
+            sandbox::run(args, cli.config.as_deref()).map_err(Failure::Runtime)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

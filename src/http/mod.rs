@@ -7,7 +7,7 @@ pub mod admin;
 pub mod classify;
 mod health;
 pub mod ingest;
-mod response;
+pub(crate) mod response;
 pub mod verify;
 
 use std::convert::Infallible;

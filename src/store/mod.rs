@@ -13,7 +13,7 @@ mod deliveries;
 mod events;
 mod jobs;
 mod migrations;
-mod sql_enum;
+pub(crate) mod sql_enum;
 mod writer;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,192 @@
+//! `pointhook sandbox`: run the emulator; `pointhook sandbox log`: print
+//! its delivery log.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::SystemClock;
+use crate::sandbox::{AccountSpec, Sandbox, SandboxFile, SandboxSettings};
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SandboxArgs {
+    #[command(subcommand)]
+    cmd: Option<SandboxCmd>,
+    /// Where to listen [default: 127.0.0.1:8090].
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// 1.0 is real time; 0.01 makes 15 minutes 9 seconds [default: 1.0].
+    #[arg(long)]
+    time_scale: Option<f64>,
+    /// An access token to accept (repeatable); without one, one is made up
+    /// and printed.
+    #[arg(long = "token")]
+    tokens: Vec<String>,
+    /// The account's IPN URL, as set in the dashboard.
+    #[arg(long)]
+    notification_url: Option<String>,
+    /// Where payment-intent webhooks go; activates Point Integrations events.
+    #[arg(long)]
+    webhook_url: Option<String>,
+    /// Sign webhooks with this secret (x-signature).
+    #[arg(long)]
+    webhook_secret: Option<String>,
+    /// Keep state in this SQLite file (in memory otherwise).
+    #[arg(long)]
+    state: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum SandboxCmd {
+    /// Print every dispatch and its attempts.
+    Log {
+        /// The sandbox to ask.
+        #[arg(long, default_value = "http://127.0.0.1:8090")]
+        url: String,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    if let Some(SandboxCmd::Log { url, json }) = args.cmd {
+        return runtime.block_on(print_log(&url, json));
+    }
+    let file: SandboxFile = match config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            toml::from_str(&text)
+                .with_context(|| format!("{} is not a sandbox configuration", path.display()))?
+        }
+        None => SandboxFile::default(),
+    };
+    let listen = args
+        .listen
+        .or(file.listen)
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8090)));
+    let mut accounts = file.accounts;
+    let mut made_up = None;
+    if accounts.is_empty() || !args.tokens.is_empty() {
+        let mut tokens = args.tokens.clone();
+        if tokens.is_empty() {
+            let t = format!("TEST-{}", crate::sandbox::random_token());
+            made_up = Some(t.clone());
+            tokens.push(t);
+        }
+        for (i, token) in tokens.into_iter().enumerate() {
+            accounts.push(AccountSpec {
+                name: if i == 0 {
+                    "default".into()
+                } else {
+                    format!("default-{}", i + 1)
+                },
+                token,
+                notification_url: args.notification_url.clone(),
+                webhook_url: args.webhook_url.clone(),
+                webhook_secret: args.webhook_secret.clone(),
+                email: None,
+                groups: None,
+                devices: Vec::new(),
+            });
+        }
+    }
+    let settings = SandboxSettings {
+        time_scale: args.time_scale.or(file.time_scale).unwrap_or(1.0),
+        state: args.state.or(file.state),
+        accounts,
+        dispatch_loop: true,
+    };
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        let addr = listener.local_addr()?;
+        let sandbox = Sandbox::new(
+            settings.clone(),
+            Arc::new(SystemClock),
+            format!("http://{addr}"),
+        )
+        .await?;
+        println!(
+            "sandbox listening on http://{addr} (time scale {})",
+            settings.time_scale
+        );
+        if let Some(t) = made_up {
+            println!("access token: {t}");
+        }
+        for a in &settings.accounts {
+            println!(
+                "account {}: notifications to {}",
+                a.name,
+                a.notification_url
+                    .as_deref()
+                    .unwrap_or("(no notification_url)")
+            );
+        }
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            stop.cancel();
+        });
+        sandbox.serve(listener, shutdown).await;
+        Ok(())
+    })
+}
+
+async fn print_log(url: &str, json: bool) -> anyhow::Result<()> {
+    crate::tls::install_default_provider();
+    let log: serde_json::Value =
+        reqwest::get(format!("{}/sandbox/deliveries", url.trim_end_matches('/')))
+            .await
+            .with_context(|| format!("cannot reach the sandbox at {url}"))?
+            .json()
+            .await
+            .context("the sandbox answered something else than its log")?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&log)?);
+        return Ok(());
+    }
+    for d in log.as_array().into_iter().flatten() {
+        println!(
+            "#{} {} {} {} {} -> {} [{}]",
+            d["id"],
+            d["first_at"].as_str().unwrap_or(""),
+            d["form"].as_str().unwrap_or(""),
+            d["topic"].as_str().unwrap_or(""),
+            d["resource_id"].as_str().unwrap_or(""),
+            d["url"].as_str().unwrap_or(""),
+            d["state"].as_str().unwrap_or("")
+        );
+        for a in d["attempts"].as_array().into_iter().flatten() {
+            let answer = match a["status"].as_u64() {
+                Some(s) => s.to_string(),
+                None => "timeout".into(),
+            };
+            println!(
+                "    attempt {} at {}: {} in {} ms{}",
+                a["n"],
+                a["at"].as_str().unwrap_or(""),
+                answer,
+                a["latency_ms"],
+                if a["acked"] == true {
+                    " (acknowledged)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    Ok(())
+}

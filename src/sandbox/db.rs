@@ -1,0 +1,208 @@
+//! The sandbox's state in SQLite (in memory, or a file that survives a
+//! restart): accounts, resources as the API serves them, the dispatch
+//! queue with its schedule, and the log of every attempt.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+use crate::store::sql_enum::sql_enum;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS accounts (
+    name             TEXT PRIMARY KEY,
+    token            TEXT NOT NULL UNIQUE,
+    notification_url TEXT,
+    webhook_url      TEXT,
+    webhook_secret   TEXT,
+    email            TEXT,
+    groups           TEXT NOT NULL,          -- JSON array of event groups
+    integrator       TEXT NOT NULL DEFAULT '{}'
+) STRICT;
+CREATE TABLE IF NOT EXISTS resources (
+    kind             TEXT NOT NULL,          -- payment, merchant_order, chargeback, payment_intent
+    id               TEXT NOT NULL,
+    account          TEXT NOT NULL,
+    body             TEXT NOT NULL,          -- JSON, as GET serves it
+    notification_url TEXT,
+    PRIMARY KEY (kind, id)
+) STRICT;
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY,
+    next INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS presets (
+    account TEXT NOT NULL,
+    name    TEXT NOT NULL,
+    value   TEXT NOT NULL,
+    PRIMARY KEY (account, name)
+) STRICT;
+CREATE TABLE IF NOT EXISTS refunds (
+    payment_id      TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    body            TEXT NOT NULL,
+    PRIMARY KEY (payment_id, idempotency_key)
+) STRICT;
+CREATE TABLE IF NOT EXISTS dispatches (
+    id          INTEGER PRIMARY KEY,
+    account     TEXT    NOT NULL,
+    url         TEXT    NOT NULL,
+    form        INTEGER NOT NULL,            -- sandbox::dispatch::Form
+    topic       TEXT    NOT NULL,
+    resource_id TEXT    NOT NULL,
+    body        TEXT    NOT NULL,
+    headers     TEXT    NOT NULL,            -- JSON object
+    first_at    INTEGER NOT NULL,            -- sandbox clock, ms
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    next_due_at INTEGER,
+    state       INTEGER NOT NULL             -- sandbox::db::DispatchState
+) STRICT;
+CREATE INDEX IF NOT EXISTS dispatches_due ON dispatches (state, next_due_at);
+CREATE TABLE IF NOT EXISTS attempts (
+    dispatch_id INTEGER NOT NULL,
+    n           INTEGER NOT NULL,
+    at          INTEGER NOT NULL,            -- sandbox clock, ms
+    status      INTEGER,                     -- HTTP status; NULL: no answer in the window
+    acked       INTEGER NOT NULL,
+    latency_ms  INTEGER NOT NULL,
+    error       TEXT,
+    PRIMARY KEY (dispatch_id, n)
+) STRICT;
+CREATE TABLE IF NOT EXISTS devices (
+    account   TEXT NOT NULL,
+    device_id TEXT NOT NULL,
+    mode      TEXT NOT NULL,                 -- PDV or STANDALONE
+    PRIMARY KEY (account, device_id)
+) STRICT;
+CREATE TABLE IF NOT EXISTS mails (
+    id      INTEGER PRIMARY KEY,
+    account TEXT    NOT NULL,
+    device  TEXT    NOT NULL,
+    event   TEXT    NOT NULL,
+    at      INTEGER NOT NULL,
+    sent_at INTEGER
+) STRICT;
+"#;
+
+/// Where a dispatch is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i16)]
+pub enum DispatchState {
+    /// Waiting for its next attempt (`next_due_at`).
+    Pending = 0,
+    /// An attempt is in flight.
+    Sending = 1,
+    /// Answered 200 or 201.
+    Acked = 2,
+    /// Every attempt of the schedule failed.
+    GivenUp = 3,
+}
+
+sql_enum!(DispatchState {
+    Pending,
+    Sending,
+    Acked,
+    GivenUp,
+});
+
+impl DispatchState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DispatchState::Pending => "pending",
+            DispatchState::Sending => "sending",
+            DispatchState::Acked => "acked",
+            DispatchState::GivenUp => "given_up",
+        }
+    }
+}
+
+/// One connection, used from blocking threads only.
+#[derive(Clone)]
+pub struct Db(Arc<Mutex<Connection>>);
+
+impl Db {
+    /// `None`: in memory.
+    pub fn open(path: Option<&Path>) -> anyhow::Result<Db> {
+        let conn = match path {
+            Some(p) => Connection::open(p)?,
+            None => Connection::open_in_memory()?,
+        };
+        conn.pragma_update(None, "journal_mode", "wal")?;
+        conn.execute_batch(SCHEMA)?;
+        // Attempts cut short by a restart are simply due again.
+        conn.execute(
+            "UPDATE dispatches SET state = ?1 WHERE state = ?2",
+            params![DispatchState::Pending, DispatchState::Sending],
+        )?;
+        Ok(Db(Arc::new(Mutex::new(conn))))
+    }
+
+    /// Runs `f` on the connection off the async runtime.
+    pub async fn call<T, F>(&self, f: F) -> anyhow::Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let db = self.0.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = db.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut conn)
+        })
+        .await?
+        .map_err(Into::into)
+    }
+}
+
+/// The next id of a sequence (payments, orders …), platform-like numbers.
+pub fn next_id(conn: &Connection, name: &str, start: i64) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "INSERT INTO counters (name, next) VALUES (?1, ?2 + 1)
+         ON CONFLICT (name) DO UPDATE SET next = next + 1
+         RETURNING next - 1",
+        params![name, start],
+        |r| r.get(0),
+    )
+}
+
+pub fn get_resource(
+    conn: &Connection,
+    kind: &str,
+    id: &str,
+) -> rusqlite::Result<Option<(String, Value)>> {
+    conn.query_row(
+        "SELECT account, body FROM resources WHERE kind = ?1 AND id = ?2",
+        params![kind, id],
+        |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+    )
+    .optional()
+    .map(|o| o.map(|(a, b)| (a, serde_json::from_str(&b).unwrap_or(Value::Null))))
+}
+
+pub fn resource_url(conn: &Connection, kind: &str, id: &str) -> rusqlite::Result<Option<String>> {
+    conn.query_row(
+        "SELECT notification_url FROM resources WHERE kind = ?1 AND id = ?2",
+        params![kind, id],
+        |r| r.get(0),
+    )
+    .optional()
+    .map(Option::flatten)
+}
+
+pub fn put_resource(
+    conn: &Connection,
+    kind: &str,
+    id: &str,
+    account: &str,
+    body: &Value,
+    notification_url: Option<&str>,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO resources (kind, id, account, body, notification_url) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body,
+             notification_url = coalesce(excluded.notification_url, notification_url)",
+        params![kind, id, account, body.to_string(), notification_url],
+    )?;
+    Ok(())
+}

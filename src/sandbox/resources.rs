@@ -1,0 +1,359 @@
+//! The platform's resources API, as the sandbox serves it: Bearer token
+//! required, errors in the platform's shape (`message`, `error`, `status`,
+//! `cause[]`).
+
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+
+use super::Sandbox;
+use super::control::{self, AccountRow};
+use super::db;
+use crate::http::response::{self, Body};
+use crate::money::Money;
+
+pub(super) async fn handle(
+    sb: &std::sync::Arc<Sandbox>,
+    req: Request<Incoming>,
+) -> anyhow::Result<Response<Body>> {
+    let Some(account) = control::authenticate(sb, &req).await? else {
+        return Ok(platform_error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "invalid access token",
+            &[(401, "a valid Bearer access token is required")],
+        ));
+    };
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let headers = req.headers().clone();
+    let body = req.into_body().collect().await?.to_bytes();
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match (&method, parts.as_slice()) {
+        (&Method::POST, ["v1", "payments"]) => create_payment(sb, &account, &body).await,
+        (&Method::GET, ["v1", "payments", id]) => {
+            get(sb, &account, "payment", id, "Payment not found").await
+        }
+        (&Method::PUT, ["v1", "payments", id]) => cancel_payment(sb, &account, id, &body).await,
+        (&Method::POST, ["v1", "payments", id, "refunds"]) => {
+            let key = headers
+                .get("x-idempotency-key")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            refund_payment(sb, &account, id, key).await
+        }
+        (&Method::GET, ["merchant_orders", id]) => {
+            get(
+                sb,
+                &account,
+                "merchant_order",
+                id,
+                "Merchant order not found",
+            )
+            .await
+        }
+        (&Method::GET, ["v1", "chargebacks", id]) => {
+            get(sb, &account, "chargeback", id, "Chargeback not found").await
+        }
+        (&Method::GET, ["point", "integration-api", "payment-intents", id]) => {
+            get(
+                sb,
+                &account,
+                "payment_intent",
+                id,
+                "Payment intent not found",
+            )
+            .await
+        }
+        (_, ["point", "integration-api", "integrator"]) => {
+            control::integrator(sb, &account, &method, &body).await
+        }
+        _ => Ok(platform_error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!("no resource at {method} {path}"),
+            &[],
+        )),
+    }
+}
+
+/// An error body as the platform writes it.
+pub(super) fn platform_error(
+    status: StatusCode,
+    error: &str,
+    message: &str,
+    causes: &[(u32, &str)],
+) -> Response<Body> {
+    let cause: Vec<Value> = causes
+        .iter()
+        .map(|(code, d)| json!({"code": code, "description": d, "data": null}))
+        .collect();
+    response::json(
+        status,
+        json!({"message": message, "error": error, "status": status.as_u16(), "cause": cause})
+            .to_string(),
+    )
+}
+
+pub(super) fn ok_json(status: StatusCode, v: &Value) -> Response<Body> {
+    response::json(status, v.to_string())
+}
+
+async fn get(
+    sb: &Sandbox,
+    account: &AccountRow,
+    kind: &'static str,
+    id: &str,
+    missing: &'static str,
+) -> anyhow::Result<Response<Body>> {
+    let id = id.to_string();
+    let found = sb.db.call(move |c| db::get_resource(c, kind, &id)).await?;
+    Ok(match found {
+        Some((owner, body)) if owner == account.name => ok_json(StatusCode::OK, &body),
+        _ => platform_error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            missing,
+            &[(2000, missing)],
+        ),
+    })
+}
+
+// Each check reads "unless the field is right, name it".
+#[allow(clippy::nonminimal_bool)]
+/// `POST /v1/payments`: validated like the platform validates it; created
+/// in its final status (approved unless the control API preset another).
+async fn create_payment(
+    sb: &Sandbox,
+    account: &AccountRow,
+    body: &[u8],
+) -> anyhow::Result<Response<Body>> {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return Ok(platform_error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "body is not JSON",
+            &[(1, "body is not JSON")],
+        ));
+    };
+    let mut causes: Vec<(u32, String)> = Vec::new();
+    let amount = v
+        .get("transaction_amount")
+        .and_then(|a| Money::parse(&a.to_string()));
+    if !amount.is_some_and(|a| a > Money::ZERO) {
+        causes.push((4020, "transaction_amount must be a positive number".into()));
+    }
+    if !v
+        .get("token")
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty())
+    {
+        causes.push((2006, "token is required (a card token)".into()));
+    }
+    if v.get("description").is_some_and(|d| !d.is_string()) {
+        causes.push((4021, "description must be a string".into()));
+    }
+    if !v
+        .get("installments")
+        .and_then(Value::as_u64)
+        .is_some_and(|i| i >= 1)
+    {
+        causes.push((
+            3011,
+            "installments must be a whole number, 1 or more".into(),
+        ));
+    }
+    if !v
+        .get("payment_method_id")
+        .and_then(Value::as_str)
+        .is_some_and(|p| !p.is_empty())
+    {
+        causes.push((4037, "payment_method_id is required".into()));
+    }
+    if v.get("issuer_id")
+        .is_some_and(|i| !(i.is_string() || i.is_u64()))
+    {
+        causes.push((3018, "issuer_id must be a number or a string".into()));
+    }
+    let notification_url = v
+        .get("notification_url")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if v.get("notification_url").is_some()
+        && !notification_url
+            .as_deref()
+            .and_then(|u| url::Url::parse(u).ok())
+            .is_some_and(|u| matches!(u.scheme(), "http" | "https"))
+    {
+        causes.push((4034, "notification_url must be an http or https URL".into()));
+    }
+    let email = v.pointer("/payer/email").and_then(Value::as_str);
+    if !email.is_some_and(|e| e.contains('@') && !e.starts_with('@') && !e.ends_with('@')) {
+        causes.push((4050, "payer.email must be an e-mail address".into()));
+    }
+    for field in ["type", "number"] {
+        let ok = v
+            .pointer(&format!("/payer/identification/{field}"))
+            .is_some_and(|x| x.as_str().is_some_and(|s| !s.is_empty()) || x.is_u64());
+        if !ok {
+            causes.push((2067, format!("payer.identification.{field} is required")));
+        }
+    }
+    if !causes.is_empty() {
+        let list: Vec<(u32, &str)> = causes.iter().map(|(c, d)| (*c, d.as_str())).collect();
+        return Ok(platform_error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "invalid parameters",
+            &list,
+        ));
+    }
+    let amount = amount.unwrap_or(Money::ZERO);
+    let name = account.name.clone();
+    let now = sb.now();
+    let input = v.clone();
+    let payment = sb
+        .db
+        .call(move |conn| {
+            let tx = conn.transaction()?;
+            let status = control::take_preset(&tx, &name, "next_payment_status")?
+                .unwrap_or_else(|| "approved".into());
+            let id = db::next_id(&tx, "payment", 1_300_000_001)?;
+            let payment = control::payment_body(
+                id,
+                &status,
+                amount,
+                input.get("description").cloned(),
+                None,
+                now,
+            );
+            db::put_resource(
+                &tx,
+                "payment",
+                &id.to_string(),
+                &name,
+                &payment,
+                notification_url.as_deref(),
+            )?;
+            tx.commit()?;
+            Ok(payment)
+        })
+        .await?;
+    let id = payment["id"].to_string();
+    control::announce(sb, account, "payment", &id, "payment.created").await?;
+    Ok(ok_json(StatusCode::CREATED, &payment))
+}
+
+/// `PUT /v1/payments/{id}` with `{"status":"cancelled"}`: only while the
+/// payment is pending, in process or authorized.
+async fn cancel_payment(
+    sb: &Sandbox,
+    account: &AccountRow,
+    id: &str,
+    body: &[u8],
+) -> anyhow::Result<Response<Body>> {
+    let wanted = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("status").and_then(Value::as_str).map(str::to_string));
+    if wanted.as_deref() != Some("cancelled") {
+        return Ok(platform_error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "only {\"status\":\"cancelled\"} is accepted",
+            &[(4, "status must be cancelled")],
+        ));
+    }
+    let Some(mut payment) = control::owned(sb, account, "payment", id).await? else {
+        return Ok(platform_error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "Payment not found",
+            &[(2000, "Payment not found")],
+        ));
+    };
+    let status = payment["status"].as_str().unwrap_or_default().to_string();
+    if !matches!(status.as_str(), "pending" | "in_process" | "authorized") {
+        return Ok(platform_error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            &format!("a payment in status {status} cannot be cancelled"),
+            &[(2063, "the payment cannot be cancelled in its status")],
+        ));
+    }
+    payment["status"] = json!("cancelled");
+    payment["status_detail"] = json!("by_collector");
+    control::save_payment(sb, account, &payment).await?;
+    Ok(ok_json(StatusCode::OK, &payment))
+}
+
+/// `POST /v1/payments/{id}/refunds`: a full refund of an approved payment.
+/// The same `X-Idempotency-Key` gets the same refund, never a second one.
+async fn refund_payment(
+    sb: &Sandbox,
+    account: &AccountRow,
+    id: &str,
+    key: Option<String>,
+) -> anyhow::Result<Response<Body>> {
+    let Some(mut payment) = control::owned(sb, account, "payment", id).await? else {
+        return Ok(platform_error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "Payment not found",
+            &[(2000, "Payment not found")],
+        ));
+    };
+    if let Some(key) = key.clone() {
+        let pid = id.to_string();
+        let earlier = sb
+            .db
+            .call(move |c| {
+                use rusqlite::OptionalExtension;
+                c.query_row(
+                    "SELECT body FROM refunds WHERE payment_id = ?1 AND idempotency_key = ?2",
+                    [pid, key],
+                    |r| r.get::<_, String>(0),
+                )
+                .optional()
+            })
+            .await?;
+        if let Some(body) = earlier {
+            return Ok(response::json(StatusCode::CREATED, body));
+        }
+    }
+    if payment["status"] != "approved" {
+        return Ok(platform_error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            &format!(
+                "a payment in status {} cannot be refunded",
+                payment["status"].as_str().unwrap_or("?")
+            ),
+            &[(2085, "the payment cannot be refunded in its status")],
+        ));
+    }
+    let refund_id = sb.db.call(|c| db::next_id(c, "refund", 9_000_001)).await?;
+    let refund = json!({
+        "id": refund_id,
+        "payment_id": payment["id"],
+        "amount": payment["transaction_amount"],
+        "status": "approved",
+        "date_created": crate::store::rfc3339(sb.now()),
+    });
+    payment["status"] = json!("refunded");
+    payment["status_detail"] = json!("refunded");
+    payment["transaction_amount_refunded"] = payment["transaction_amount"].clone();
+    control::save_payment(sb, account, &payment).await?;
+    if let Some(key) = key {
+        let (pid, body) = (id.to_string(), refund.to_string());
+        sb.db
+            .call(move |c| {
+                c.execute(
+                    "INSERT OR IGNORE INTO refunds (payment_id, idempotency_key, body) VALUES (?1, ?2, ?3)",
+                    [pid, key, body],
+                )
+            })
+            .await?;
+    }
+    Ok(ok_json(StatusCode::CREATED, &refund))
+}
