@@ -28,6 +28,8 @@ pub struct TestConfig {
     pub api_timeout_secs: u64,
     /// Serve the admin API (on its own port 0) with this token.
     pub admin_token: Option<String>,
+    /// Serve notifications here (bound by the test) instead of a new port.
+    pub listener: Option<tokio::net::TcpListener>,
 }
 
 impl Default for TestConfig {
@@ -40,6 +42,7 @@ impl Default for TestConfig {
             api_base: "http://127.0.0.1:9".into(),
             api_timeout_secs: 1,
             admin_token: None,
+            listener: None,
         }
     }
 }
@@ -135,7 +138,10 @@ pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
     let config_path = dir.path().join("pointhook.toml");
     std::fs::write(&config_path, &toml).unwrap();
     let config = Config::from_toml(&toml, Vec::new()).expect("test config");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = match tc.listener {
+        Some(l) => l,
+        None => tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+    };
     let addr = listener.local_addr().unwrap();
     let admin_listener = match tc.admin_token {
         Some(_) => Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()),

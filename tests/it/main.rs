@@ -13,4 +13,5 @@ mod ingest;
 mod operator;
 mod processing;
 mod protections;
+mod sandbox;
 mod signatures;

@@ -1,0 +1,658 @@
+//! The sandbox: its schedule on a virtual clock and in scaled real time,
+//! what counts as received, where notifications go, the resources API, and
+//! pointhook receiving from it end to end.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use pointhook::clock::{Clock, ManualClock, SystemClock};
+use pointhook::sandbox::{AccountSpec, Sandbox, SandboxSettings};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::helpers::*;
+use crate::platform::Merchant;
+
+pub const TOKEN: &str = "TEST-sandbox-token";
+
+pub struct RunningSandbox {
+    pub url: String,
+    pub sandbox: Arc<Sandbox>,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningSandbox {
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = self.task.await;
+    }
+
+    pub async fn control(&self, path: &str, body: Value) -> (u16, Value) {
+        answer(
+            client()
+                .post(format!("{}/sandbox/{path}", self.url))
+                .bearer_auth(TOKEN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    pub async fn log(&self) -> Vec<Value> {
+        let (_, log) = answer(
+            client()
+                .get(format!("{}/sandbox/deliveries", self.url))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let mut entries = log.as_array().unwrap().clone();
+        entries.reverse(); // oldest first
+        entries
+    }
+}
+
+pub fn account(notification_url: Option<String>) -> AccountSpec {
+    AccountSpec {
+        name: "default".into(),
+        token: TOKEN.into(),
+        notification_url,
+        webhook_url: None,
+        webhook_secret: None,
+        email: None,
+        groups: None,
+        devices: Vec::new(),
+    }
+}
+
+pub async fn start_sandbox(
+    accounts: Vec<AccountSpec>,
+    clock: Arc<dyn Clock>,
+    time_scale: f64,
+    dispatch_loop: bool,
+    state: Option<std::path::PathBuf>,
+) -> RunningSandbox {
+    init_logs();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let sandbox = Sandbox::new(
+        SandboxSettings {
+            time_scale,
+            state,
+            accounts,
+            dispatch_loop,
+        },
+        clock,
+        url.clone(),
+    )
+    .await
+    .unwrap();
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(sandbox.clone().serve(listener, shutdown.clone()));
+    RunningSandbox {
+        url,
+        sandbox,
+        shutdown,
+        task,
+    }
+}
+
+/// A receiver that answers `statuses` in turn (the last one from then on).
+async fn receiver(statuses: &[u16]) -> MockServer {
+    let server = MockServer::start().await;
+    for (i, s) in statuses.iter().enumerate() {
+        let last = i + 1 == statuses.len();
+        let mock = Mock::given(method("POST")).respond_with(ResponseTemplate::new(*s));
+        let mock = if last { mock } else { mock.up_to_n_times(1) };
+        mock.with_priority((i + 1) as u8).mount(&server).await;
+    }
+    server
+}
+
+fn attempt_offsets(entry: &Value) -> Vec<i64> {
+    let at = |s: &str| humantime::parse_rfc3339_weak(s).unwrap();
+    let first = at(entry["first_at"].as_str().unwrap());
+    entry["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            at(a["at"].as_str().unwrap())
+                .duration_since(first)
+                .unwrap()
+                .as_secs() as i64
+        })
+        .collect()
+}
+
+async fn drive_schedule(statuses: &[u16]) -> Vec<i64> {
+    let target = receiver(statuses).await;
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let sb = start_sandbox(
+        vec![account(Some(target.uri()))],
+        clock.clone(),
+        1.0,
+        false,
+        None,
+    )
+    .await;
+    let (status, _) = sb
+        .control("merchant_orders", json!({"total_amount": 10}))
+        .await;
+    assert_eq!(status, 201);
+    let mut elapsed = Duration::ZERO;
+    for offset in [
+        0u64,
+        15 * 60,
+        30 * 60,
+        6 * 3600,
+        48 * 3600,
+        96 * 3600,
+        200 * 3600,
+    ] {
+        let to = Duration::from_secs(offset);
+        clock.advance(to - elapsed);
+        elapsed = to;
+        sb.sandbox.run_due().await.unwrap();
+    }
+    let log = sb.log().await;
+    assert_eq!(log.len(), 1, "one IPN for one order");
+    let offsets = attempt_offsets(&log[0]);
+    sb.stop().await;
+    offsets
+}
+
+#[tokio::test]
+async fn the_whole_schedule_on_a_virtual_clock() {
+    assert_eq!(
+        drive_schedule(&[500]).await,
+        [0, 900, 1800, 21_600, 172_800, 345_600],
+        "six attempts at the platform's offsets, then it gives up"
+    );
+    assert_eq!(
+        drive_schedule(&[500, 503, 200]).await,
+        [0, 900, 1800],
+        "acknowledged on the third"
+    );
+}
+
+#[tokio::test]
+async fn a_500_a_302_and_a_204_are_not_received_a_201_is() {
+    let offsets = drive_schedule(&[500, 302, 204, 201]).await;
+    assert_eq!(offsets, [0, 900, 1800, 21_600]);
+}
+
+#[tokio::test]
+async fn an_answer_slower_than_the_window_is_not_received() {
+    let target = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_millis(600)))
+        .mount(&target)
+        .await;
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    // At 0.01 the first window is 0.22 s.
+    let sb = start_sandbox(
+        vec![account(Some(target.uri()))],
+        clock.clone(),
+        0.01,
+        false,
+        None,
+    )
+    .await;
+    sb.control("merchant_orders", json!({"total_amount": 10}))
+        .await;
+    sb.sandbox.run_due().await.unwrap();
+    let log = sb.log().await;
+    let attempt = &log[0]["attempts"][0];
+    assert!(attempt["status"].is_null(), "{attempt}");
+    assert_eq!(attempt["acked"], false);
+    assert_eq!(log[0]["state"], "pending", "a retry is scheduled");
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn at_scale_0_01_the_first_retries_come_at_9_and_18_seconds() {
+    let target = receiver(&[500]).await;
+    let sb = start_sandbox(
+        vec![account(Some(target.uri()))],
+        Arc::new(SystemClock),
+        0.01,
+        true,
+        None,
+    )
+    .await;
+    sb.control("merchant_orders", json!({"total_amount": 10}))
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let log = sb.log().await;
+        if log[0]["attempts"].as_array().unwrap().len() >= 3 {
+            let at = |i: usize| {
+                humantime::parse_rfc3339_weak(log[0]["attempts"][i]["at"].as_str().unwrap())
+                    .unwrap()
+            };
+            let first =
+                humantime::parse_rfc3339_weak(log[0]["first_at"].as_str().unwrap()).unwrap();
+            let second = at(1).duration_since(first).unwrap().as_secs_f64();
+            let third = at(2).duration_since(first).unwrap().as_secs_f64();
+            assert!(
+                (8.5..=11.0).contains(&second),
+                "second attempt at {second} s"
+            );
+            assert!((17.5..=20.0).contains(&third), "third attempt at {third} s");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{log:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn pending_retries_survive_a_restart_with_a_state_file() {
+    let target = receiver(&[500, 200]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("sandbox.db");
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let sb = start_sandbox(
+        vec![account(Some(target.uri()))],
+        clock.clone(),
+        1.0,
+        false,
+        Some(state.clone()),
+    )
+    .await;
+    sb.control("merchant_orders", json!({"total_amount": 10}))
+        .await;
+    sb.sandbox.run_due().await.unwrap();
+    sb.stop().await;
+    let sb = start_sandbox(
+        vec![account(Some(target.uri()))],
+        clock.clone(),
+        1.0,
+        false,
+        Some(state),
+    )
+    .await;
+    clock.advance(Duration::from_secs(15 * 60));
+    assert_eq!(sb.sandbox.run_due().await.unwrap(), 1);
+    let log = sb.log().await;
+    assert_eq!(log[0]["state"], "acked");
+    assert_eq!(attempt_offsets(&log[0]), [0, 900]);
+    sb.stop().await;
+}
+
+async fn create_payment(sb: &RunningSandbox, extra: Value) -> (u16, Value) {
+    let mut body = json!({
+        "transaction_amount": 100.5, "token": "card-token", "description": "Coffee",
+        "installments": 1, "payment_method_id": "visa", "issuer_id": 310,
+        "payer": {"email": "buyer@example.com", "identification": {"type": "DNI", "number": "12345678"}},
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    answer(
+        client()
+            .post(format!("{}/v1/payments", sb.url))
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json")
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn payments_are_validated_like_the_platform_does() {
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let sb = start_sandbox(vec![account(None)], clock, 1.0, false, None).await;
+    let (status, p) = create_payment(&sb, json!({})).await;
+    assert_eq!(status, 201, "{p}");
+    assert_eq!(p["status"], "approved");
+    assert_eq!(p["status_detail"], "accredited");
+    let (status, e) = create_payment(
+        &sb,
+        json!({"transaction_amount": -1, "token": "", "installments": 0, "payer": {"email": "nope"}, "notification_url": "ftp://x"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let causes: Vec<String> = e["cause"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["description"].as_str().unwrap().to_string())
+        .collect();
+    for field in [
+        "transaction_amount",
+        "token",
+        "installments",
+        "payer.email",
+        "payer.identification.type",
+        "notification_url",
+    ] {
+        assert!(
+            causes.iter().any(|c| c.starts_with(field)),
+            "{field} named in {causes:?}"
+        );
+    }
+    sb.control("presets/next_payment_status", json!({"status": "rejected"}))
+        .await;
+    let (_, p) = create_payment(&sb, json!({})).await;
+    assert_eq!(p["status"], "rejected");
+    let res = client()
+        .get(format!("{}/v1/payments/{}", sb.url, p["id"]))
+        .send()
+        .await
+        .unwrap();
+    let (status, e) = answer(res).await;
+    assert_eq!(status, 401, "a token is required");
+    assert_eq!(e["error"], "unauthorized");
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn cancels_only_while_pending_and_refunds_once_per_key() {
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let sb = start_sandbox(vec![account(None)], clock, 1.0, false, None).await;
+    let (_, approved) = create_payment(&sb, json!({})).await;
+    let url = format!("{}/v1/payments/{}", sb.url, approved["id"]);
+    let put = |url: String| async move {
+        answer(
+            client()
+                .put(url)
+                .bearer_auth(TOKEN)
+                .json(&json!({"status": "cancelled"}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    };
+    let (status, _) = put(url.clone()).await;
+    assert_eq!(status, 400, "an approved payment cannot be cancelled");
+    let refund = |key: &'static str| {
+        let url = format!("{url}/refunds");
+        async move {
+            answer(
+                client()
+                    .post(url)
+                    .bearer_auth(TOKEN)
+                    .header("x-idempotency-key", key)
+                    .json(&json!({}))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await
+        }
+    };
+    let (status, first) = refund("k1").await;
+    assert_eq!(status, 201);
+    let (status, again) = refund("k1").await;
+    assert_eq!(
+        (status, &again["id"]),
+        (201, &first["id"]),
+        "same key, same refund"
+    );
+    let (status, _) = refund("k2").await;
+    assert_eq!(status, 400, "already refunded");
+
+    sb.control(
+        "presets/next_payment_status",
+        json!({"status": "in_process"}),
+    )
+    .await;
+    let (_, pending) = create_payment(&sb, json!({})).await;
+    let (status, cancelled) = put(format!("{}/v1/payments/{}", sb.url, pending["id"])).await;
+    assert_eq!(status, 200);
+    assert_eq!(cancelled["status"], "cancelled");
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn per_object_urls_follow_source_news() {
+    let target = receiver(&[200]).await;
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let sb = start_sandbox(vec![account(None)], clock, 1.0, false, None).await;
+    for source in ["", "?source_news=ipn", "?source_news=webhooks"] {
+        create_payment(
+            &sb,
+            json!({"notification_url": format!("{}/hook{source}", target.uri())}),
+        )
+        .await;
+    }
+    sb.sandbox.run_due().await.unwrap();
+    let forms: Vec<(String, String)> = sb
+        .log()
+        .await
+        .iter()
+        .map(|d| {
+            (
+                d["form"].as_str().unwrap().to_string(),
+                d["url"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(forms.len(), 4, "{forms:?}");
+    assert_eq!(
+        forms
+            .iter()
+            .filter(|(_, u)| !u.contains("source_news"))
+            .count(),
+        2,
+        "both forms without source_news"
+    );
+    assert!(
+        forms
+            .iter()
+            .any(|(f, u)| f == "ipn" && u.contains("source_news=ipn&topic=payment"))
+    );
+    assert!(
+        forms
+            .iter()
+            .any(|(f, u)| f == "webhook" && u.contains("source_news=webhooks&data.id="))
+    );
+    assert!(
+        !forms
+            .iter()
+            .any(|(f, u)| f == "webhook" && u.contains("source_news=ipn"))
+    );
+    assert!(
+        !forms
+            .iter()
+            .any(|(f, u)| f == "ipn" && u.contains("source_news=webhooks"))
+    );
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn event_groups_select_what_the_account_url_gets_and_its_query_is_kept() {
+    let target = receiver(&[200]).await;
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let mut a = account(Some(format!(
+        "{}/n?customer=shop-2&source_news=ipn",
+        target.uri()
+    )));
+    a.groups = Some(vec!["merchant_orders".into()]);
+    let sb = start_sandbox(vec![a], clock, 1.0, false, None).await;
+    let (_, order) = sb
+        .control("merchant_orders", json!({"total_amount": 10}))
+        .await;
+    sb.control(
+        &format!("merchant_orders/{}/payments", order["id"]),
+        json!({"amount": 10}),
+    )
+    .await;
+    let topics: Vec<String> = sb
+        .log()
+        .await
+        .iter()
+        .map(|d| d["topic"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        topics,
+        ["merchant_order", "merchant_order"],
+        "no payment IPN: not selected"
+    );
+    let url = sb.log().await[0]["url"].as_str().unwrap().to_string();
+    assert!(
+        url.contains("?customer=shop-2&source_news=ipn&topic=merchant_order&id="),
+        "{url}"
+    );
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn intents_take_no_notification_url() {
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let sb = start_sandbox(vec![account(None)], clock, 1.0, false, None).await;
+    let (status, e) = sb
+        .control(
+            "payment_intents",
+            json!({"amount": 1500, "notification_url": "http://x"}),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(e["message"].as_str().unwrap().contains("notification_url"));
+    sb.stop().await;
+}
+
+/// The sandbox and pointhook wired together on loopback: pointhook reads
+/// the sandbox's API; the sandbox notifies pointhook.
+async fn wired() -> (RunningSandbox, TestApp, Merchant) {
+    let merchant = Merchant::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let notifications = format!("http://{}/notifications", listener.local_addr().unwrap());
+    let sb = start_sandbox(
+        vec![AccountSpec {
+            webhook_url: Some(notifications.clone()),
+            ..account(Some(notifications))
+        }],
+        Arc::new(SystemClock),
+        0.01,
+        true,
+        None,
+    )
+    .await;
+    let app = spawn_app_with(TestConfig {
+        worker_loop: true,
+        listener: Some(listener),
+        accounts: format!("[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n"),
+        ..TestConfig::default().api(&sb.url).extra(&merchant.config())
+    })
+    .await;
+    (sb, app, merchant)
+}
+
+async fn wait_for_event(app: &TestApp, kind: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some((_, data)) = app.events().into_iter().find(|(t, _)| t == kind) {
+            return data;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {kind}: {:?}",
+            app.event_types()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn end_to_end_a_payment_approved_releases_the_order() {
+    let (sb, app, _merchant) = wired().await;
+    let (_, order) = sb
+        .control(
+            "merchant_orders",
+            json!({"total_amount": 100, "external_reference": "o-1"}),
+        )
+        .await;
+    sb.control(
+        &format!("merchant_orders/{}/payments", order["id"]),
+        json!({"amount": 100}),
+    )
+    .await;
+    let data = wait_for_event(&app, "order.released").await;
+    assert_eq!(data["merchant_order_id"], order["id"]);
+    assert_eq!(data["paid_amount"], "100.00");
+    app.stop().await;
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn end_to_end_confirmation_required_is_confirmed() {
+    let (sb, app, _merchant) = wired().await;
+    let (_, intent) = sb
+        .control(
+            "payment_intents",
+            json!({"amount": 1500, "external_reference": "table-12", "ticket_number": "T-9"}),
+        )
+        .await;
+    let id = intent["id"].as_str().unwrap();
+    let (status, _) = sb
+        .control(
+            &format!("payment_intents/{id}/state"),
+            json!({"state": "CONFIRMATION_REQUIRED"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let data = wait_for_event(&app, "payment_intent.confirmed").await;
+    assert_eq!(data["payment_intent_id"], id);
+    assert_eq!(data["external_reference"], "table-12");
+    assert_eq!(data["ticket_number"], "T-9");
+    app.stop().await;
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn end_to_end_a_fraud_alert_blocks_the_order_and_cancels_the_payment() {
+    let (sb, app, _merchant) = wired().await;
+    let (_, order) = sb
+        .control("merchant_orders", json!({"total_amount": 100}))
+        .await;
+    let (_, payment) = sb
+        .control(
+            &format!("merchant_orders/{}/payments", order["id"]),
+            json!({"amount": 100, "status": "in_process"}),
+        )
+        .await;
+    let (status, _) = sb
+        .control("fraud_alerts", json!({"merchant_order": order["id"], "payment_id": payment["id"], "description": "stop"}))
+        .await;
+    assert_eq!(status, 202);
+    wait_for_event(&app, "order.blocked").await;
+    let data = wait_for_event(&app, "payment.cancelled").await;
+    assert_eq!(data["payment_id"], payment["id"]);
+    let (_, now) = answer(
+        client()
+            .get(format!("{}/v1/payments/{}", sb.url, payment["id"]))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        now["status"], "cancelled",
+        "the sandbox's payment was cancelled"
+    );
+    // An approval arriving after the block releases nothing.
+    sb.control(
+        &format!("payments/{}/status", payment["id"]),
+        json!({"status": "approved"}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!app.event_types().contains(&"order.released".to_string()));
+    app.stop().await;
+    sb.stop().await;
+}
