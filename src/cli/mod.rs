@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
+mod client;
 mod inspect;
 mod sandbox;
 
@@ -63,6 +64,14 @@ enum Command {
     Events(inspect::Events),
     /// Run the local emulator of the notification service.
     Sandbox(sandbox::SandboxArgs),
+    /// The integrator configuration (device events by e-mail).
+    #[command(subcommand)]
+    Integrator(client::Integrator),
+    /// Create payments through the API.
+    #[command(subcommand)]
+    Payments(client::Payments),
+    /// Send one notification shaped like the platform's to any receiver.
+    Notify(client::Notify),
 }
 
 /// Why a command failed, which decides the exit code.
@@ -98,6 +107,9 @@ pub fn main() -> ExitCode {
             let delivers = c.fulfillment.as_ref().is_some_and(|f| f.url.is_some());
             Ok(inspect::events(&c.storage.path, cmd, delivers)?)
         }),
+        Command::Integrator(cmd) => client::integrator(cmd).map_err(Failure::Runtime),
+        Command::Payments(cmd) => client::payments(cmd).map_err(Failure::Runtime),
+        Command::Notify(cmd) => client::notify(cmd).map_err(Failure::Runtime),
         Command::Sandbox(args) => {
             init_tracing(cli.log_format.unwrap_or_default(), "info");
             sandbox::run(args, cli.config.as_deref()).map_err(Failure::Runtime)

@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::SystemClock;
+use crate::sandbox::mail::MailSettings;
 use crate::sandbox::{AccountSpec, Sandbox, SandboxFile, SandboxSettings};
 
 #[derive(Debug, Args)]
@@ -39,6 +40,12 @@ pub struct SandboxArgs {
     /// Keep state in this SQLite file (in memory otherwise).
     #[arg(long)]
     state: Option<PathBuf>,
+    /// Write device e-mails here as .eml files [default: sandbox-mail].
+    #[arg(long)]
+    mail_spool: Option<PathBuf>,
+    /// Send device e-mails through this SMTP server (HOST:PORT) instead.
+    #[arg(long)]
+    smtp: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -101,11 +108,26 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
             });
         }
     }
+    let mail = match &args.smtp {
+        Some(server) => {
+            let (host, port) = server
+                .rsplit_once(':')
+                .and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?)))
+                .with_context(|| format!("--smtp {server:?}: expected HOST:PORT"))?;
+            MailSettings::Smtp { host, port }
+        }
+        None => MailSettings::Spool(
+            args.mail_spool
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("sandbox-mail")),
+        ),
+    };
     let settings = SandboxSettings {
         time_scale: args.time_scale.or(file.time_scale).unwrap_or(1.0),
         state: args.state.or(file.state),
         accounts,
         dispatch_loop: true,
+        mail,
     };
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)

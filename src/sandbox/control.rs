@@ -501,6 +501,55 @@ pub(super) async fn handle(
             }
             Ok(ok_json(StatusCode::ACCEPTED, &v))
         }
+        (&Method::POST, ["devices"]) => {
+            let v = body_or_refuse!(req);
+            let Some(device) = v.get("id").and_then(Value::as_str).map(str::to_string) else {
+                return Ok(control_error(
+                    StatusCode::BAD_REQUEST,
+                    "id (the device id) is required",
+                ));
+            };
+            let name = account.name.clone();
+            sb.db.call(move |c| add_device(c, &name, &device)).await?;
+            Ok(ok_json(StatusCode::CREATED, &v))
+        }
+        (&Method::POST, ["devices", device, "events"]) => {
+            let v = body_or_refuse!(req);
+            let event = v.get("event").and_then(Value::as_str).unwrap_or_default();
+            let Some(text) = super::mail::describe(event, v.get("mode").and_then(Value::as_str))
+            else {
+                return Ok(control_error(
+                    StatusCode::BAD_REQUEST,
+                    "event must be restart, logout, or mode_change with mode PDV or STANDALONE",
+                ));
+            };
+            let (name, device, now) = (account.name.clone(), device.to_string(), sb.now());
+            let known = sb
+                .db
+                .call(move |c| {
+                    let known: bool = c.query_row(
+                        "SELECT count(*) > 0 FROM devices WHERE account = ?1 AND device_id = ?2",
+                        params![name, device],
+                        |r| r.get(0),
+                    )?;
+                    if known {
+                        c.execute(
+                            "INSERT INTO mails (account, device, event, at) VALUES (?1, ?2, ?3, ?4)",
+                            params![name, device, text, now],
+                        )?;
+                    }
+                    Ok(known)
+                })
+                .await?;
+            if !known {
+                return Ok(control_error(
+                    StatusCode::NOT_FOUND,
+                    "no such device for this account (POST /sandbox/devices first)",
+                ));
+            }
+            sb.queued();
+            Ok(ok_json(StatusCode::ACCEPTED, &v))
+        }
         (&Method::POST, ["payment_intents"]) => {
             let v = body_or_refuse!(req);
             create_intent(sb, &account, &v).await
@@ -813,7 +862,17 @@ pub(super) async fn integrator(
     let mut config: Value = serde_json::from_str(&stored).unwrap_or(json!({}));
     let now = rfc3339(sb.now());
     if config.get("id").is_none() {
+        // Created on first use, and kept: created_at must not move.
         config = json!({"id": account.user_id(), "created_at": now, "updated_at": now, "event_channel_devices": []});
+        let (name, text) = (account.name.clone(), config.to_string());
+        sb.db
+            .call(move |c| {
+                c.execute(
+                    "UPDATE accounts SET integrator = ?2 WHERE name = ?1",
+                    params![name, text],
+                )
+            })
+            .await?;
     }
     match *method {
         Method::GET => {}

@@ -80,8 +80,9 @@ CREATE TABLE IF NOT EXISTS mails (
     id      INTEGER PRIMARY KEY,
     account TEXT    NOT NULL,
     device  TEXT    NOT NULL,
-    event   TEXT    NOT NULL,
-    at      INTEGER NOT NULL,
+    event   TEXT    NOT NULL,               -- what happened, in words
+    at      INTEGER NOT NULL,               -- sandbox clock, ms
+    state   INTEGER NOT NULL DEFAULT 0,     -- sandbox::mail::MailState
     sent_at INTEGER
 ) STRICT;
 "#;

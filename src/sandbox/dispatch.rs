@@ -145,6 +145,9 @@ impl Sandbox {
             if let Err(e) = self.run_due().await {
                 tracing::error!(error = %e, "dispatcher failed");
             }
+            if let Err(e) = self.send_due_mails().await {
+                tracing::error!(error = %e, "mailer failed");
+            }
             let next = self
                 .db
                 .call(|c| {

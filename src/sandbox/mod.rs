@@ -13,8 +13,9 @@
 mod control;
 pub mod db;
 pub mod dispatch;
+pub mod mail;
 mod resources;
-mod shapes;
+pub mod shapes;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -90,6 +91,8 @@ pub struct SandboxSettings {
     pub accounts: Vec<AccountSpec>,
     /// Run the dispatcher loop (off: tests call `run_due`).
     pub dispatch_loop: bool,
+    /// How device e-mails leave.
+    pub mail: mail::MailSettings,
 }
 
 pub struct Sandbox {
@@ -101,6 +104,7 @@ pub struct Sandbox {
     http: reqwest::Client,
     wake: Notify,
     dispatch_loop: bool,
+    mail: mail::MailSettings,
 }
 
 impl Sandbox {
@@ -159,6 +163,7 @@ impl Sandbox {
                 .build()?,
             wake: Notify::new(),
             dispatch_loop: settings.dispatch_loop,
+            mail: settings.mail,
         }))
     }
 

@@ -15,3 +15,4 @@ mod processing;
 mod protections;
 mod sandbox;
 mod signatures;
+mod tools;

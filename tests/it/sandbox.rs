@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pointhook::clock::{Clock, ManualClock, SystemClock};
+use pointhook::sandbox::mail::MailSettings;
 use pointhook::sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -78,6 +79,20 @@ pub async fn start_sandbox(
     dispatch_loop: bool,
     state: Option<std::path::PathBuf>,
 ) -> RunningSandbox {
+    let mail = MailSettings::Spool(
+        std::env::temp_dir().join(format!("pointhook-mail-{}", std::process::id())),
+    );
+    start_sandbox_mailing(accounts, clock, time_scale, dispatch_loop, state, mail).await
+}
+
+pub async fn start_sandbox_mailing(
+    accounts: Vec<AccountSpec>,
+    clock: Arc<dyn Clock>,
+    time_scale: f64,
+    dispatch_loop: bool,
+    state: Option<std::path::PathBuf>,
+    mail: MailSettings,
+) -> RunningSandbox {
     init_logs();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -87,6 +102,7 @@ pub async fn start_sandbox(
             state,
             accounts,
             dispatch_loop,
+            mail,
         },
         clock,
         url.clone(),
