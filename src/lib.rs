@@ -22,6 +22,7 @@ pub mod api;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod demo;
 pub mod domain;
 pub mod http;
 pub mod money;

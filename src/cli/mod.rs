@@ -72,6 +72,13 @@ enum Command {
     Payments(client::Payments),
     /// Send one notification shaped like the platform's to any receiver.
     Notify(client::Notify),
+    /// The sandbox and pointhook wired together, running the scenarios of
+    /// fixtures/scenarios/, then serving until Ctrl-C.
+    Demo {
+        /// Stop after the scenarios (exit 1 if one did not pass).
+        #[arg(long)]
+        exit_after_scenarios: bool,
+    },
 }
 
 /// Why a command failed, which decides the exit code.
@@ -110,6 +117,9 @@ pub fn main() -> ExitCode {
         Command::Integrator(cmd) => client::integrator(cmd).map_err(Failure::Runtime),
         Command::Payments(cmd) => client::payments(cmd).map_err(Failure::Runtime),
         Command::Notify(cmd) => client::notify(cmd).map_err(Failure::Runtime),
+        Command::Demo {
+            exit_after_scenarios,
+        } => demo(exit_after_scenarios, cli.log_format),
         Command::Sandbox(args) => {
             init_tracing(cli.log_format.unwrap_or_default(), "info");
             sandbox::run(args, cli.config.as_deref()).map_err(Failure::Runtime)
@@ -168,6 +178,27 @@ fn serve(path: &Path, log_format: Option<LogFormat>) -> Result<(), Failure> {
         app.run(shutdown).await
     })?;
     Ok(())
+}
+
+fn demo(exit_after_scenarios: bool, log_format: Option<LogFormat>) -> Result<(), Failure> {
+    // The demo speaks for itself; logs only say what went wrong.
+    init_tracing(log_format.unwrap_or_default(), "warn");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let passed = runtime.block_on(async {
+        let shutdown = CancellationToken::new();
+        tokio::spawn(cancel_on_signal(shutdown.clone()));
+        crate::demo::run(exit_after_scenarios, shutdown).await
+    })?;
+    if passed {
+        Ok(())
+    } else {
+        Err(Failure::Runtime(anyhow::anyhow!(
+            "a demo scenario did not pass"
+        )))
+    }
 }
 
 /// SIGTERM or SIGINT starts the one shutdown path.

@@ -2,7 +2,7 @@
 //! answer; retries go 15 min, 30 min, 6 h, 48 h and 96 h after the first
 //! dispatch, each waiting 5 s; then it gives up. Only 200 or 201
 //! acknowledges. Every offset and window is scaled by the time scale (a
-//! window never shorter than 10 ms).
+//! window never shorter than 100 ms).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +27,8 @@ pub const RETRY_OFFSETS: [Duration; 5] = [
 ];
 pub const FIRST_WINDOW: Duration = Duration::from_secs(22);
 pub const RETRY_WINDOW: Duration = Duration::from_secs(5);
-const MIN_WINDOW: Duration = Duration::from_millis(10);
+/// No window is shorter, however small the time scale.
+const MIN_WINDOW: Duration = Duration::from_millis(100);
 const IDLE_MAX: Duration = Duration::from_secs(1);
 
 /// The shape a dispatch was sent in.

@@ -438,3 +438,31 @@ async fn notify_retries_on_the_schedule() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn the_demo_runs_every_scenario_to_completion() {
+    let (ok, out, err) = pointhook(args(&["demo", "--exit-after-scenarios"])).await;
+    assert!(ok, "{out}\n{err}");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/scenarios");
+    let mut names = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let s: Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
+        let name = s["name"].as_str().unwrap();
+        assert!(
+            out.contains(&format!("Scenario: {name}")),
+            "{name} ran: {out}"
+        );
+        names += 1;
+    }
+    assert!(
+        out.contains(&format!("{names} of {names} scenarios passed")),
+        "{out}"
+    );
+    assert!(!out.contains("FAILED"), "{out}");
+    assert!(
+        out.contains("delivered after 1 refusal(s), same id every time"),
+        "{out}"
+    );
+    assert!(out.contains("an e-mail in the spool"), "{out}");
+}
