@@ -31,6 +31,7 @@ mod retry;
 pub mod rules;
 pub mod sandbox;
 pub mod store;
+mod systemd;
 pub mod tls;
 pub mod worker;
 
@@ -230,7 +231,15 @@ impl App {
         let outbox = outbox
             .filter(|_| config.worker.enabled)
             .map(|o| tokio::spawn(o.run(shutdown.clone())));
+        let watchdog = tokio::spawn(systemd::watchdog(store.clone(), shutdown.clone()));
+        systemd::ready();
+        let stopping = shutdown.clone();
+        tokio::spawn(async move {
+            stopping.cancelled().await;
+            systemd::stopping();
+        });
         http::serve(listener, settings, ingest, shutdown).await;
+        let _ = watchdog.await;
         for task in [worker, outbox, admin].into_iter().flatten() {
             if let Err(e) = task.await {
                 tracing::error!(error = %e, "a background task failed");

@@ -10,6 +10,7 @@ mod durability;
 mod errors;
 mod fraud;
 mod ingest;
+mod operations;
 mod operator;
 mod processing;
 mod protections;
