@@ -25,6 +25,7 @@ pub mod config;
 pub mod demo;
 pub mod domain;
 pub mod http;
+pub mod metrics;
 pub mod money;
 pub mod outbox;
 mod retry;
@@ -77,6 +78,7 @@ pub struct App {
     options: Options,
     worker: Arc<Worker>,
     outbox: Option<Arc<Outbox>>,
+    metrics: Arc<metrics::Metrics>,
 }
 
 impl App {
@@ -101,8 +103,10 @@ impl App {
             .context("storage open task failed")?
             .with_context(|| format!("cannot open storage {}", config.storage.path.display()))?;
         let accounts = config.resolve_accounts()?;
+        let metrics = Arc::new(metrics::Metrics::new());
         let api = Arc::new(
-            ApiClient::new(&config.api, &accounts).context("cannot build the API client")?,
+            ApiClient::new(&config.api, &accounts, metrics.clone())
+                .context("cannot build the API client")?,
         );
         let fulfillment_url = config.fulfillment.as_ref().and_then(|f| f.url.clone());
         let worker = Arc::new(Worker::new(
@@ -141,6 +145,7 @@ impl App {
             options,
             worker,
             outbox,
+            metrics,
         })
     }
 
@@ -178,6 +183,7 @@ impl App {
             options,
             worker,
             outbox,
+            metrics,
         } = self;
         let accounts = config.resolve_accounts()?;
         let s = &config.server;
@@ -195,6 +201,7 @@ impl App {
                     token,
                     clock: options.clock.clone(),
                     delivers_events: outbox.is_some(),
+                    metrics: metrics.clone(),
                     default_account: Accounts::new(accounts.clone()).default_name(),
                 });
                 tracing::info!(listen = %l.local_addr().context("admin listener has no address")?, "admin API serving");
@@ -216,6 +223,7 @@ impl App {
             read_timeout: Duration::from_secs(s.read_timeout_secs),
             signature_tolerance: http::verify::DEFAULT_TOLERANCE,
             clock: options.clock,
+            metrics: metrics.clone(),
         };
         tracing::info!(
             listen = %listener.local_addr().context("listener has no address")?,

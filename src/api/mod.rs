@@ -169,6 +169,7 @@ pub struct ApiClient {
     cancel_path: String,
     refund_path: String,
     accounts: HashMap<String, AccountClient>,
+    metrics: crate::metrics::SharedMetrics,
 }
 
 struct AccountClient {
@@ -177,7 +178,11 @@ struct AccountClient {
 }
 
 impl ApiClient {
-    pub fn new(config: &ApiConfig, accounts: &[Account]) -> anyhow::Result<ApiClient> {
+    pub fn new(
+        config: &ApiConfig,
+        accounts: &[Account],
+        metrics: crate::metrics::SharedMetrics,
+    ) -> anyhow::Result<ApiClient> {
         crate::tls::install_default_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(config.timeout_secs))
@@ -204,6 +209,7 @@ impl ApiClient {
             cancel_path: config.payment_cancel_path.clone(),
             refund_path: config.payment_refund_path.clone(),
             accounts,
+            metrics,
         })
     }
 
@@ -344,15 +350,19 @@ impl ApiClient {
         let result = request.send().await;
         let response = result.map_err(|e| {
             record(name, id, 0, started);
+            self.metrics.api_call(name, 0, started.elapsed());
             transport_error(name, id, &e)
         })?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
         let body = response.bytes().await.map_err(|e| {
             record(name, id, 0, started);
+            self.metrics.api_call(name, 0, started.elapsed());
             transport_error(name, id, &e)
         })?;
         record(name, id, status.as_u16(), started);
+        self.metrics
+            .api_call(name, status.as_u16(), started.elapsed());
         tracing::debug!(
             endpoint = name,
             %id,

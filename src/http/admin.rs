@@ -10,6 +10,7 @@
 //! - `GET  /api/orders/{id}?account=`
 //! - `GET  /api/events?type=&state=&limit=`
 //! - `GET  /api/events/{id}`, `POST /api/events/{id}/redeliver`
+//! - `GET  /metrics` (Prometheus text)
 
 // A refusal here is the response itself, built once and returned by value.
 #![allow(clippy::result_large_err)]
@@ -37,6 +38,7 @@ pub struct Admin {
     pub delivers_events: bool,
     /// The default account for `/api/orders/{id}`.
     pub default_account: Option<String>,
+    pub metrics: crate::metrics::SharedMetrics,
 }
 
 impl Handler for Admin {
@@ -70,6 +72,18 @@ impl Admin {
         let query = Query::parse(req.uri().query().unwrap_or(""));
         let path: Vec<&str> = req.uri().path().trim_matches('/').split('/').collect();
         match (req.method(), path.as_slice()) {
+            (&Method::GET, ["metrics"]) => match self.metrics.render(&self.store, self.now()).await
+            {
+                Ok(text) => {
+                    let mut res = response::json(StatusCode::OK, text);
+                    res.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                    );
+                    Ok(res)
+                }
+                Err(e) => Err(storage_error(e)),
+            },
             (&Method::GET, ["api", "deliveries"]) => self.deliveries(&query).await,
             (&Method::GET, ["api", "deliveries", id]) => {
                 let id = parse_id(id)?;

@@ -36,6 +36,7 @@ pub struct Ingest {
     pub read_timeout: Duration,
     pub signature_tolerance: Duration,
     pub clock: Arc<dyn Clock>,
+    pub metrics: crate::metrics::SharedMetrics,
 }
 
 /// The configured accounts, and which one a request without `customer` gets.
@@ -100,7 +101,9 @@ impl Ingest {
     pub async fn handle(&self, req: Request<Incoming>, peer: SocketAddr) -> hyper::Response<Body> {
         let started = Instant::now();
         match self.accept(req, peer).await {
-            Ok(answer) => {
+            Ok((answer, kind, result)) => {
+                self.metrics.delivery(kind, result);
+                self.metrics.acked_in(started.elapsed());
                 tracing::debug!(
                     elapsed_us = started.elapsed().as_micros() as u64,
                     "acknowledged"
@@ -108,6 +111,7 @@ impl Ingest {
                 answer
             }
             Err(r) => {
+                self.metrics.delivery("unknown", r.code);
                 tracing::info!(status = r.status.as_u16(), error = r.code, message = %r.message, %peer, "notification refused");
                 response::error(r.status, r.code, &r.message)
             }
@@ -118,7 +122,7 @@ impl Ingest {
         &self,
         req: Request<Incoming>,
         peer: SocketAddr,
-    ) -> Result<hyper::Response<Body>, Refusal> {
+    ) -> Result<(hyper::Response<Body>, &'static str, &'static str), Refusal> {
         let received_at = self.clock.now();
         let raw_query = req.uri().query().unwrap_or("").to_string();
         let query = Query::parse(&raw_query);
@@ -185,7 +189,16 @@ impl Ingest {
             ingested.duplicate,
             if ignored { r#","ignored":true"# } else { "" }
         );
-        Ok(response::json(StatusCode::OK, body))
+        let result = match (ignored, ingested.duplicate) {
+            (true, _) => "ignored",
+            (false, true) => "duplicate",
+            (false, false) => "accepted",
+        };
+        Ok((
+            response::json(StatusCode::OK, body),
+            classified.kind.as_str(),
+            result,
+        ))
     }
 
     async fn read_body(&self, headers: &HeaderMap, body: Incoming) -> Result<Bytes, Refusal> {
@@ -259,14 +272,18 @@ impl Ingest {
                 Ok(SignatureStatus::Valid)
             }
             Err(e) if classified.is_fraud_alert() => {
+                self.metrics.signature_failed();
                 tracing::warn!(error = %e, account = %account.name, "fraud alert with a bad signature: stored as unverified");
                 Ok(SignatureStatus::Invalid)
             }
-            Err(e) => Err(Refusal::new(
-                StatusCode::UNAUTHORIZED,
-                "bad_signature",
-                e.to_string(),
-            )),
+            Err(e) => {
+                self.metrics.signature_failed();
+                Err(Refusal::new(
+                    StatusCode::UNAUTHORIZED,
+                    "bad_signature",
+                    e.to_string(),
+                ))
+            }
         }
     }
 }

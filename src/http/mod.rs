@@ -154,6 +154,7 @@ impl Router {
                 && limiter.check_key(&peer.ip()).is_err()
             {
                 tracing::info!(%peer, "rate limited");
+                self.ingest.metrics.rate_limited();
                 let mut res = response::error(
                     StatusCode::TOO_MANY_REQUESTS,
                     "rate_limited",

@@ -541,3 +541,42 @@ fn clamp(limit: usize) -> i64 {
         limit.min(MAX_LIMIT) as i64
     }
 }
+
+/// What `/metrics` reads from the database at scrape time.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsSnapshot {
+    pub jobs: Vec<(&'static str, i64)>,
+    pub outbox_backlog: i64,
+    /// Age of the oldest pending event, in ms (0 when none).
+    pub outbox_oldest_ms: i64,
+}
+
+pub fn metrics_snapshot(conn: &Connection, now: i64) -> rusqlite::Result<MetricsSnapshot> {
+    let mut jobs: Vec<(&'static str, i64)> = [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Done,
+        JobState::Dead,
+    ]
+    .iter()
+    .map(|s| (s.as_str(), 0))
+    .collect();
+    let mut stmt = conn.prepare_cached("SELECT state, count(*) FROM jobs GROUP BY state")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, JobState>(0)?, r.get::<_, i64>(1)?)))?;
+    for row in rows {
+        let (state, n) = row?;
+        if let Some(slot) = jobs.iter_mut().find(|(s, _)| *s == state.as_str()) {
+            slot.1 = n;
+        }
+    }
+    let (backlog, oldest): (i64, Option<i64>) = conn.query_row(
+        "SELECT count(*), min(created_at) FROM events WHERE state = ?1",
+        [EventState::Pending],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(MetricsSnapshot {
+        jobs,
+        outbox_backlog: backlog,
+        outbox_oldest_ms: oldest.map_or(0, |t| (now - t).max(0)),
+    })
+}

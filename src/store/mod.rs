@@ -261,6 +261,11 @@ impl Store {
             .await
     }
 
+    /// Jobs by state and the outbox backlog, for `/metrics`.
+    pub async fn metrics_snapshot(&self, now: i64) -> Result<admin::MetricsSnapshot, StoreError> {
+        self.read(move |c| admin::metrics_snapshot(c, now)).await
+    }
+
     /// Wakes the worker (a job was made due from outside, e.g. a retry).
     pub fn wake_worker(&self) {
         self.inner.jobs_ready.notify_one();

@@ -336,3 +336,91 @@ async fn the_cli_reads_and_replays_a_live_servers_database() {
     load.await.unwrap();
     s.app.stop().await;
 }
+
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).expect("Prometheus text");
+    scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            prometheus_parse::Value::Histogram(ref h) => {
+                h.iter().map(|b| b.count).fold(0.0, f64::max)
+            }
+            _ => 0.0,
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn metrics_parse_and_move_with_traffic() {
+    let s = scene().await;
+    let scrape = || async {
+        let res = s
+            .app
+            .client
+            .get(format!("http://{}/metrics", s.app.admin_addr.unwrap()))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert!(
+            res.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/plain")
+        );
+        res.text().await.unwrap()
+    };
+    let before = scrape().await;
+    let accepted = |t: &str| {
+        sample(
+            t,
+            "pointhook_deliveries_total",
+            &[("kind", "ipn"), ("result", "accepted")],
+        )
+    };
+    assert_eq!(accepted(&before), 3.0);
+    assert!(
+        sample(
+            &before,
+            "pointhook_api_calls_total",
+            &[("endpoint", "merchant_order"), ("result", "5xx")]
+        ) >= 6.0
+    );
+    assert_eq!(sample(&before, "pointhook_dead_jobs", &[]), 1.0);
+    assert_eq!(sample(&before, "pointhook_jobs", &[("state", "dead")]), 1.0);
+
+    s.app.post("topic=payment&id=1", &[], None).await;
+    s.app.post("", &[], Some(b"{nope")).await;
+    let after = scrape().await;
+    assert_eq!(accepted(&after), 4.0);
+    assert_eq!(
+        sample(
+            &after,
+            "pointhook_deliveries_total",
+            &[("result", "malformed_json")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        sample(&after, "pointhook_jobs", &[("state", "pending")]),
+        1.0
+    );
+    assert!(after.contains("pointhook_ack_seconds_bucket"));
+    assert!(after.contains("pointhook_outbox_backlog"));
+    let res = s
+        .app
+        .client
+        .get(format!("http://{}/metrics", s.app.admin_addr.unwrap()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401, "behind the admin token");
+    s.app.stop().await;
+}

@@ -1,0 +1,195 @@
+//! Prometheus metrics (`GET /metrics` on the admin listener). Counters and
+//! histograms are updated where things happen; the gauges that describe the
+//! database (jobs by state, outbox backlog) are read from it at scrape time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::store::{Store, StoreError};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DeliveryLabels {
+    pub kind: &'static str,
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiLabels {
+    pub endpoint: &'static str,
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EndpointLabel {
+    pub endpoint: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabel {
+    pub state: &'static str,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    deliveries: Family<DeliveryLabels, Counter>,
+    ack_seconds: Histogram,
+    signature_failures: Counter,
+    rate_limited: Counter,
+    api_calls: Family<ApiLabels, Counter>,
+    api_seconds: Family<EndpointLabel, Histogram>,
+    jobs: Family<StateLabel, Gauge>,
+    dead_jobs: Gauge,
+    outbox_backlog: Gauge,
+    outbox_oldest_seconds: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("pointhook");
+        let deliveries = Family::<DeliveryLabels, Counter>::default();
+        registry.register(
+            "deliveries",
+            "Notifications received, by kind and result",
+            deliveries.clone(),
+        );
+        // 50 µs to about 3 s.
+        let ack_seconds = Histogram::new(exponential_buckets(0.00005, 2.0, 16));
+        registry.register(
+            "ack_seconds",
+            "Time from request to durable 200",
+            ack_seconds.clone(),
+        );
+        let signature_failures = Counter::default();
+        registry.register(
+            "signature_failures",
+            "Webhooks whose x-signature failed",
+            signature_failures.clone(),
+        );
+        let rate_limited = Counter::default();
+        registry.register(
+            "rate_limited",
+            "Requests refused by the per-address rate limit",
+            rate_limited.clone(),
+        );
+        let api_calls = Family::<ApiLabels, Counter>::default();
+        registry.register(
+            "api_calls",
+            "Platform API calls, by endpoint and result",
+            api_calls.clone(),
+        );
+        let api_seconds = Family::<EndpointLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.001, 2.0, 15))
+        });
+        registry.register(
+            "api_call_seconds",
+            "Platform API call latency",
+            api_seconds.clone(),
+        );
+        let jobs = Family::<StateLabel, Gauge>::default();
+        registry.register("jobs", "Jobs by state", jobs.clone());
+        let dead_jobs = Gauge::default();
+        registry.register(
+            "dead_jobs",
+            "Jobs that gave up and wait for a person",
+            dead_jobs.clone(),
+        );
+        let outbox_backlog = Gauge::default();
+        registry.register(
+            "outbox_backlog",
+            "Events waiting for the merchant's endpoint",
+            outbox_backlog.clone(),
+        );
+        let outbox_oldest_seconds = Gauge::default();
+        registry.register(
+            "outbox_oldest_seconds",
+            "Age of the oldest event waiting for the merchant's endpoint",
+            outbox_oldest_seconds.clone(),
+        );
+        Metrics {
+            registry,
+            deliveries,
+            ack_seconds,
+            signature_failures,
+            rate_limited,
+            api_calls,
+            api_seconds,
+            jobs,
+            dead_jobs,
+            outbox_backlog,
+            outbox_oldest_seconds,
+        }
+    }
+
+    pub fn delivery(&self, kind: &'static str, result: &'static str) {
+        self.deliveries
+            .get_or_create(&DeliveryLabels { kind, result })
+            .inc();
+    }
+
+    pub fn acked_in(&self, d: Duration) {
+        self.ack_seconds.observe(d.as_secs_f64());
+    }
+
+    pub fn signature_failed(&self) {
+        self.signature_failures.inc();
+    }
+
+    pub fn rate_limited(&self) {
+        self.rate_limited.inc();
+    }
+
+    /// `status` 0: no answer.
+    pub fn api_call(&self, endpoint: &'static str, status: u16, took: Duration) {
+        let result = match status {
+            0 => "no_answer",
+            200..=299 => "2xx",
+            400..=499 => "4xx",
+            500..=599 => "5xx",
+            _ => "other",
+        };
+        self.api_calls
+            .get_or_create(&ApiLabels { endpoint, result })
+            .inc();
+        self.api_seconds
+            .get_or_create(&EndpointLabel { endpoint })
+            .observe(took.as_secs_f64());
+    }
+
+    /// The text exposition, with the database gauges read now.
+    pub async fn render(&self, store: &Store, now_ms: i64) -> Result<String, StoreError> {
+        let snapshot = store.metrics_snapshot(now_ms).await?;
+        for (state, n) in &snapshot.jobs {
+            self.jobs.get_or_create(&StateLabel { state }).set(*n);
+        }
+        self.dead_jobs.set(
+            snapshot
+                .jobs
+                .iter()
+                .find(|(s, _)| *s == "dead")
+                .map_or(0, |(_, n)| *n),
+        );
+        self.outbox_backlog.set(snapshot.outbox_backlog);
+        self.outbox_oldest_seconds
+            .set(snapshot.outbox_oldest_ms / 1000);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .map_err(|e| StoreError::Unavailable(format!("cannot encode metrics: {e}")))?;
+        Ok(out)
+    }
+}
+
+/// Shared by the parts that count.
+pub type SharedMetrics = Arc<Metrics>;
