@@ -222,7 +222,7 @@ impl App {
             max_body_bytes: s.max_body_bytes,
             read_timeout: Duration::from_secs(s.read_timeout_secs),
             signature_tolerance: http::verify::DEFAULT_TOLERANCE,
-            clock: options.clock,
+            clock: options.clock.clone(),
             metrics: metrics.clone(),
         };
         tracing::info!(
@@ -240,6 +240,12 @@ impl App {
             .filter(|_| config.worker.enabled)
             .map(|o| tokio::spawn(o.run(shutdown.clone())));
         let watchdog = tokio::spawn(systemd::watchdog(store.clone(), shutdown.clone()));
+        let retention = tokio::spawn(retention(
+            store.clone(),
+            options.clock.clone(),
+            Duration::from_secs(config.storage.retention_days * 86_400),
+            shutdown.clone(),
+        ));
         systemd::ready();
         let stopping = shutdown.clone();
         tokio::spawn(async move {
@@ -248,6 +254,7 @@ impl App {
         });
         http::serve(listener, settings, ingest, shutdown).await;
         let _ = watchdog.await;
+        let _ = retention.await;
         for task in [worker, outbox, admin].into_iter().flatten() {
             if let Err(e) = task.await {
                 tracing::error!(error = %e, "a background task failed");
@@ -256,5 +263,33 @@ impl App {
         store.close().await;
         tracing::info!("pointhook stopped");
         Ok(())
+    }
+}
+
+/// Prunes what finished longer than `keep` ago, at start and then hourly.
+async fn retention(
+    store: Store,
+    clock: Arc<dyn Clock>,
+    keep: Duration,
+    shutdown: CancellationToken,
+) {
+    let mut every = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            () = shutdown.cancelled() => return,
+        }
+        let cutoff = store::unix_ms(clock.now()) - keep.as_millis() as i64;
+        match store.prune(cutoff).await {
+            Ok(p) if p.total() > 0 => tracing::info!(
+                deliveries = p.deliveries,
+                jobs = p.jobs,
+                events = p.events,
+                fetches = p.fetches,
+                "pruned what finished before the retention period"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "pruning failed; will try again in an hour"),
+        }
     }
 }

@@ -15,7 +15,7 @@ mod inspect;
 mod sandbox;
 
 use crate::config::{Config, ConfigError, LogFormat};
-use crate::store::Store;
+use crate::store::{self, Store};
 use crate::{App, Options};
 
 /// `EX_USAGE`: the configuration is wrong; restarting will not help.
@@ -50,6 +50,14 @@ enum Command {
     CheckConfig,
     /// Apply the database migrations and exit.
     Migrate,
+    /// Copy the database to PATH, consistently, while the server runs.
+    Backup { path: PathBuf },
+    /// Delete finished deliveries, jobs and events older than a period.
+    Prune {
+        /// e.g. 30d, 12h; at least 96h.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        older_than: std::time::Duration,
+    },
     /// Read the notifications received.
     #[command(subcommand)]
     Deliveries(inspect::Deliveries),
@@ -103,6 +111,47 @@ pub fn main() -> ExitCode {
         Command::Serve => serve(&config, cli.log_format),
         Command::CheckConfig => check_config(&config),
         Command::Migrate => migrate(&config),
+        Command::Backup { path } => load(&config).and_then(|c| {
+            maintenance(&c, |conn| {
+                if path.exists() {
+                    anyhow::bail!("{} exists already: choose a new file", path.display());
+                }
+                store::maintenance::backup(conn, &path)
+                    .with_context(|| format!("cannot back up to {}", path.display()))?;
+                println!(
+                    "backed up {} to {}",
+                    c.storage.path.display(),
+                    path.display()
+                );
+                Ok(())
+            })
+        }),
+        Command::Prune { older_than } => load(&config).and_then(|c| {
+            maintenance(&c, |conn| {
+                anyhow::ensure!(
+                    older_than >= std::time::Duration::from_secs(96 * 3600),
+                    "--older-than must be at least 96h: the platform retries for 96 hours"
+                );
+                let cutoff = store::unix_ms_now() - older_than.as_millis() as i64;
+                let mut total = store::maintenance::Pruned::default();
+                loop {
+                    let batch = store::maintenance::prune_batch(
+                        conn,
+                        cutoff,
+                        store::maintenance::PRUNE_BATCH,
+                    )?;
+                    total.add(batch);
+                    if batch.total() == 0 {
+                        break;
+                    }
+                }
+                println!(
+                    "pruned {} deliveries, {} jobs, {} events, {} API call records",
+                    total.deliveries, total.jobs, total.events, total.fetches
+                );
+                Ok(())
+            })
+        }),
         Command::Deliveries(cmd) => {
             load(&config).and_then(|c| Ok(inspect::deliveries(&c.storage.path, cmd)?))
         }
@@ -140,6 +189,15 @@ pub fn main() -> ExitCode {
 
 fn load(path: &Path) -> Result<Config, Failure> {
     Config::load(path).map_err(Failure::Config)
+}
+
+/// Runs `f` on the database named by `config`, next to a running server.
+fn maintenance(
+    config: &Config,
+    f: impl FnOnce(&rusqlite::Connection) -> anyhow::Result<()>,
+) -> Result<(), Failure> {
+    let conn = store::open_existing(&config.storage.path).context("cannot open the database")?;
+    f(&conn).map_err(Failure::Runtime)
 }
 
 fn check_config(path: &Path) -> Result<(), Failure> {

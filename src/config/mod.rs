@@ -82,6 +82,10 @@ impl Default for ServerConfig {
 #[serde(deny_unknown_fields)]
 pub struct StorageConfig {
     pub path: PathBuf,
+    /// Finished deliveries, jobs and events older than this are pruned
+    /// (hourly). At least 4: the platform retries for 96 hours.
+    #[serde(default = "defaults::retention_days")]
+    pub retention_days: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -189,6 +193,9 @@ impl Default for LogConfig {
 mod defaults {
     use std::net::SocketAddr;
 
+    pub fn retention_days() -> u64 {
+        7
+    }
     pub fn api_timeout_secs() -> u64 {
         10
     }
@@ -276,6 +283,12 @@ impl Config {
         }
         if self.storage.path.as_os_str().is_empty() {
             return Err(ConfigError::new("storage.path", "must not be empty"));
+        }
+        if self.storage.retention_days < 4 {
+            return Err(ConfigError::new(
+                "storage.retention_days",
+                "must be at least 4 (the platform retries for 96 hours)",
+            ));
         }
         if !matches!(self.api.base_url.scheme(), "http" | "https") {
             return Err(ConfigError::new(

@@ -12,6 +12,7 @@ mod decisions;
 mod deliveries;
 mod events;
 mod jobs;
+pub mod maintenance;
 mod migrations;
 pub(crate) mod sql_enum;
 mod writer;
@@ -259,6 +260,21 @@ impl Store {
     ) -> Result<(), StoreError> {
         self.write(move |c| events::failed(c, &id, &error, next))
             .await
+    }
+
+    /// Prunes what finished before `cutoff` (unix ms), a batch per
+    /// transaction so that acks never wait long behind it.
+    pub async fn prune(&self, cutoff: i64) -> Result<maintenance::Pruned, StoreError> {
+        let mut total = maintenance::Pruned::default();
+        loop {
+            let batch = self
+                .write(move |c| maintenance::prune_batch(c, cutoff, maintenance::PRUNE_BATCH))
+                .await?;
+            total.add(batch);
+            if batch.total() == 0 {
+                return Ok(total);
+            }
+        }
     }
 
     /// Jobs by state and the outbox backlog, for `/metrics`.

@@ -164,3 +164,181 @@ fn tokens_and_secrets_come_from_the_credentials_directory() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+fn cli(config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_pointhook"))
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_taken_under_load_holds_every_acknowledged_delivery() {
+    let app = spawn_app().await;
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut load = Vec::new();
+    for w in 0..8 {
+        let (client, url, acked, stop) = (
+            app.client.clone(),
+            app.url("/notifications"),
+            acked.clone(),
+            stop.clone(),
+        );
+        load.push(tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.is_cancelled() {
+                let res = client
+                    .post(format!("{url}?topic=payment&id=b{w}-{i}"))
+                    .send()
+                    .await
+                    .unwrap();
+                let body: serde_json::Value = res.json().await.unwrap();
+                acked
+                    .lock()
+                    .unwrap()
+                    .push(body["delivery_id"].as_i64().unwrap());
+                i += 1;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before: Vec<i64> = acked.lock().unwrap().clone();
+    assert!(before.len() > 50, "load is running");
+    let dest = app.db_path.with_file_name("backup.db");
+    let (config, target) = (app.config_path.clone(), dest.clone());
+    let out =
+        tokio::task::spawn_blocking(move || cli(&config, &["backup", target.to_str().unwrap()]))
+            .await
+            .unwrap();
+    stop.cancel();
+    for l in load {
+        l.await.unwrap();
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let backup = rusqlite::Connection::open(&dest).unwrap();
+    let check: String = backup
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    for id in &before {
+        let n: i64 = backup
+            .query_row("SELECT count(*) FROM deliveries WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(n, 1, "acknowledged delivery {id} is in the backup");
+    }
+    let again = tokio::task::spawn_blocking({
+        let (config, target) = (app.config_path.clone(), dest.clone());
+        move || cli(&config, &["backup", target.to_str().unwrap()])
+    })
+    .await
+    .unwrap();
+    assert!(!again.status.success(), "never overwrites");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_keeps_unprocessed_work_and_decisions() {
+    use crate::platform::{FakeApi, Merchant, status};
+    let api = FakeApi::start().await;
+    let merchant = Merchant::start().await;
+    // Everything below happens 30 days ago.
+    let clock = std::sync::Arc::new(pointhook::clock::ManualClock::new(
+        std::time::SystemTime::now() - Duration::from_secs(30 * 86_400),
+    ));
+    let app = spawn_app_with(
+        TestConfig::default()
+            .api(&api.uri())
+            .clock(clock.clone())
+            .extra(&merchant.config()),
+    )
+    .await;
+    api.order("1", "10", &[("11", "10", "approved")], None);
+    api.order("2", "10", &[("21", "10", "approved")], None);
+    api.fail_next("/merchant_orders/3", 100, status(500)).await;
+    app.post("topic=merchant_order&id=1", &[], None).await; // done, event delivered
+    app.post("topic=merchant_order&id=2", &[], None).await; // done, event pending
+    app.post("topic=merchant_order&id=3", &[], None).await; // dead
+    app.post("topic=subscription&id=9", &[], None).await; // ignored
+    for _ in 0..8 {
+        app.run_jobs().await;
+        clock.advance(Duration::from_secs(400));
+    }
+    merchant.fail_next(1000, 500).await;
+    // Deliver order 1's event only.
+    app.db()
+        .execute(
+            "UPDATE events SET state = 1 WHERE subject = 'merchant_order:1'",
+            [],
+        )
+        .unwrap();
+    app.post("topic=merchant_order&id=4", &[], None).await; // pending job
+    assert_eq!(app.job("merchant_order:3").0, 3);
+
+    let config = app.config_path.clone();
+    let out = tokio::task::spawn_blocking(move || cli(&config, &["prune", "--older-than", "1h"]))
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "a period under 96 h is refused");
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    let config = app.config_path.clone();
+    let out = tokio::task::spawn_blocking(move || cli(&config, &["prune", "--older-than", "7d"]))
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let keys: Vec<String> = app
+        .db()
+        .prepare("SELECT job_key FROM jobs ORDER BY job_key")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        keys,
+        ["merchant_order:3", "merchant_order:4"],
+        "done jobs go; dead and pending stay"
+    );
+    let kept: Vec<String> = app
+        .db()
+        .prepare("SELECT resource_id FROM deliveries ORDER BY resource_id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(kept, ["3", "4"], "deliveries of unfinished jobs stay");
+    assert_eq!(
+        app.event_types(),
+        ["order.released"],
+        "the undelivered event stays"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM decisions"),
+        2,
+        "decisions are never pruned"
+    );
+    // Order 1 notified again: decided already, so nothing is sent twice.
+    app.post("topic=merchant_order&id=1", &[], None).await;
+    app.run_jobs().await;
+    assert_eq!(app.count("SELECT count(*) FROM events"), 1);
+
+    // The hourly retention prunes the same way.
+    let cutoff = pointhook::store::unix_ms_now();
+    let pruned = app.store.prune(cutoff).await.unwrap();
+    assert_eq!(pruned.jobs, 1, "the re-run job, done now");
+    app.stop().await;
+}

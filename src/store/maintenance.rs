@@ -1,0 +1,96 @@
+//! Keeping the database small and safe: pruning what is old and finished,
+//! and online backups.
+//!
+//! Pruning never touches unfinished work: pending, running and dead jobs
+//! stay with their deliveries, and events not yet delivered stay. Decisions
+//! are never pruned: they are what makes every effect happen once.
+
+use std::path::Path;
+
+use rusqlite::{Connection, params};
+use serde::Serialize;
+
+use crate::domain::{EventState, JobState};
+
+/// Rows deleted per transaction, so a prune never holds the writer long.
+pub const PRUNE_BATCH: usize = 2000;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Pruned {
+    pub deliveries: usize,
+    pub jobs: usize,
+    pub events: usize,
+    pub fetches: usize,
+}
+
+impl Pruned {
+    pub fn total(&self) -> usize {
+        self.deliveries + self.jobs + self.events + self.fetches
+    }
+
+    pub fn add(&mut self, other: Pruned) {
+        self.deliveries += other.deliveries;
+        self.jobs += other.jobs;
+        self.events += other.events;
+        self.fetches += other.fetches;
+    }
+}
+
+/// One batch of pruning of everything finished before `cutoff` (unix ms);
+/// call until it deletes nothing.
+pub fn prune_batch(conn: &Connection, cutoff: i64, batch: usize) -> rusqlite::Result<Pruned> {
+    let limit = batch as i64;
+    let jobs = conn.execute(
+        "DELETE FROM jobs WHERE id IN (
+             SELECT id FROM jobs WHERE state = ?1 AND updated_at < ?2 LIMIT ?3)",
+        params![JobState::Done, cutoff, limit],
+    )?;
+    // A delivery goes when it fed no job, or its job is finished or gone,
+    // and no remaining job decides from its body.
+    let deliveries = conn.execute(
+        "DELETE FROM deliveries WHERE id IN (
+             SELECT d.id FROM deliveries d
+             WHERE d.received_at < ?1
+               AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.input_delivery_id = d.id)
+               AND (d.job_key IS NULL OR NOT EXISTS (
+                   SELECT 1 FROM jobs j WHERE j.account = d.account AND j.job_key = d.job_key AND j.state != ?2))
+             LIMIT ?3)",
+        params![cutoff, JobState::Done, limit],
+    )?;
+    let events = conn.execute(
+        "DELETE FROM events WHERE rowid IN (
+             SELECT rowid FROM events WHERE state IN (?1, ?2, ?3) AND created_at < ?4 LIMIT ?5)",
+        params![
+            EventState::Delivered,
+            EventState::Dead,
+            EventState::Stored,
+            cutoff,
+            limit
+        ],
+    )?;
+    let fetches = conn.execute(
+        "DELETE FROM fetches WHERE id IN (
+             SELECT f.id FROM fetches f WHERE f.at < ?1
+               AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = f.job_id AND j.state != ?2)
+             LIMIT ?3)",
+        params![cutoff, JobState::Done, limit],
+    )?;
+    Ok(Pruned {
+        deliveries,
+        jobs,
+        events,
+        fetches,
+    })
+}
+
+/// A consistent copy of the database at `dest`, taken while it is in use
+/// (one read transaction, so the copy is a single moment).
+pub fn backup(conn: &Connection, dest: &Path) -> rusqlite::Result<()> {
+    let mut target = Connection::open(dest)?;
+    let backup = rusqlite::backup::Backup::new(conn, &mut target)?;
+    // -1: every page in one step, under one read lock.
+    backup.step(-1)?;
+    drop(backup);
+    target.pragma_update(None, "journal_mode", "delete")?;
+    Ok(())
+}
