@@ -11,6 +11,7 @@
 //! - `GET  /api/events?type=&state=&limit=`
 //! - `GET  /api/events/{id}`, `POST /api/events/{id}/redeliver`
 //! - `GET  /metrics` (Prometheus text)
+//! - `GET  /` the status page; `POST /jobs/{id}/retry` its retry button
 
 // A refusal here is the response itself, built once and returned by value.
 #![allow(clippy::result_large_err)]
@@ -59,9 +60,16 @@ impl Admin {
                 "unauthorized",
                 "send Authorization: Bearer <admin.token>",
             );
+            // Browsers (the status page) sign in with Basic: the token is the password.
+            let api = req.uri().path().starts_with("/api/") || req.uri().path() == "/metrics";
+            let challenge = if api {
+                "Bearer"
+            } else {
+                "Basic realm=\"pointhook\""
+            };
             res.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
-                http::HeaderValue::from_static("Bearer"),
+                http::HeaderValue::from_static(challenge),
             );
             return res;
         }
@@ -72,6 +80,36 @@ impl Admin {
         let query = Query::parse(req.uri().query().unwrap_or(""));
         let path: Vec<&str> = req.uri().path().trim_matches('/').split('/').collect();
         match (req.method(), path.as_slice()) {
+            (&Method::GET, [""]) => self.status_page().await,
+            (&Method::POST, ["jobs", id, "retry"]) => {
+                let id = parse_id(id)?;
+                let body = http_body_util::BodyExt::collect(req.into_body())
+                    .await
+                    .map(|b| b.to_bytes())
+                    .unwrap_or_default();
+                let form = Query::parse(&String::from_utf8_lossy(&body));
+                let expected = super::status_page::csrf_token(self.token.expose());
+                if !form
+                    .get("csrf")
+                    .is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes()))
+                {
+                    return Err(response::error(
+                        StatusCode::FORBIDDEN,
+                        "bad_form",
+                        "the form is stale: reload the page",
+                    ));
+                }
+                let now = self.now();
+                self.store
+                    .write(move |c| admin::retry_job(c, id, now))
+                    .await
+                    .map_err(storage_error)?;
+                self.store.wake_worker();
+                let mut res = response::json(StatusCode::SEE_OTHER, "{}");
+                res.headers_mut()
+                    .insert(header::LOCATION, http::HeaderValue::from_static("/"));
+                Ok(res)
+            }
             (&Method::GET, ["metrics"]) => match self.metrics.render(&self.store, self.now()).await
             {
                 Ok(text) => {
@@ -236,16 +274,49 @@ impl Admin {
         }
     }
 
+    async fn status_page(&self) -> Result<Response<Body>, Response<Body>> {
+        let storage_ok = self.store.check_writable().await.map_err(|e| e.to_string());
+        let now = self.now();
+        let mut page = self
+            .store
+            .read(move |c| super::status_page::load(c, now))
+            .await
+            .map_err(storage_error)?;
+        page.storage_ok = storage_ok;
+        let html =
+            super::status_page::render(&page, &super::status_page::csrf_token(self.token.expose()));
+        let mut res = response::json(StatusCode::OK, html);
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+        Ok(res)
+    }
+
+    /// `Bearer <token>`, or Basic with the token as the password.
     fn authorized(&self, req: &Request<Incoming>) -> bool {
-        let Some(given) = req
+        let Some(value) = req
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
         else {
             return false;
         };
-        constant_time_eq(given.as_bytes(), self.token.expose().as_bytes())
+        let given = if let Some(token) = value.strip_prefix("Bearer ") {
+            token.as_bytes().to_vec()
+        } else if let Some(b64) = value.strip_prefix("Basic ") {
+            use base64::Engine;
+            let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(b64.trim()) else {
+                return false;
+            };
+            match decoded.iter().position(|b| *b == b':') {
+                Some(i) => decoded[i + 1..].to_vec(),
+                None => return false,
+            }
+        } else {
+            return false;
+        };
+        constant_time_eq(&given, self.token.expose().as_bytes())
     }
 
     fn now(&self) -> i64 {

@@ -8,6 +8,7 @@ pub mod classify;
 mod health;
 pub mod ingest;
 pub(crate) mod response;
+mod status_page;
 pub mod verify;
 
 use std::convert::Infallible;

@@ -580,3 +580,35 @@ pub fn metrics_snapshot(conn: &Connection, now: i64) -> rusqlite::Result<Metrics
         outbox_oldest_ms: oldest.map_or(0, |t| (now - t).max(0)),
     })
 }
+
+/// The health the status page shows: the last API call, and how the
+/// merchant's endpoint has been answering.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Health {
+    pub last_api_call: Option<FetchView>,
+    pub last_delivered_at: Option<String>,
+    /// An event that is waiting after failed attempts, and why.
+    pub merchant_failing: Option<String>,
+}
+
+pub fn health(conn: &Connection) -> rusqlite::Result<Health> {
+    let last_api_call = fetches_of(conn, "1 = 1", [])?.into_iter().next();
+    let last_delivered_at = conn
+        .query_row("SELECT max(delivered_at) FROM events", [], |r| {
+            r.get::<_, Option<i64>>(0)
+        })?
+        .map(rfc3339);
+    let merchant_failing = conn
+        .query_row(
+            "SELECT last_error FROM events WHERE state = ?1 AND attempts > 0 ORDER BY next_attempt_at LIMIT 1",
+            [EventState::Pending],
+            |r| r.get::<_, Option<String>>(0),
+        )
+        .optional()?
+        .flatten();
+    Ok(Health {
+        last_api_call,
+        last_delivered_at,
+        merchant_failing,
+    })
+}

@@ -424,3 +424,83 @@ async fn metrics_parse_and_move_with_traffic() {
     assert_eq!(res.status(), 401, "behind the admin token");
     s.app.stop().await;
 }
+
+#[tokio::test]
+async fn the_status_page_shows_health_and_retries_a_dead_job() {
+    let s = scene().await;
+    let base = format!("http://{}", s.app.admin_addr.unwrap());
+    let res = s.app.client.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(res.status(), 401);
+    assert_eq!(
+        res.headers()["www-authenticate"],
+        "Basic realm=\"pointhook\""
+    );
+    let res = s
+        .app
+        .client
+        .get(format!("{base}/"))
+        .basic_auth("ops", Some(TOKEN))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(
+        res.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let html = res.text().await.unwrap();
+    for text in [
+        "pointhook status",
+        "storage",
+        "writable",
+        "platform API",
+        "merchant endpoint",
+        "dead: 1",
+        "merchant_order:777",
+        "order.released",
+        "payment:123456789",
+    ] {
+        assert!(html.contains(text), "{text} on the page");
+    }
+    let dead = s
+        .app
+        .db()
+        .query_row("SELECT id FROM jobs WHERE state = 3", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .unwrap();
+    assert!(html.contains(&format!("action=\"/jobs/{dead}/retry\"")));
+    let csrf = html
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let res = no_redirects
+        .post(format!("{base}/jobs/{dead}/retry"))
+        .basic_auth("ops", Some(TOKEN))
+        .form(&[("csrf", "forged")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let res = no_redirects
+        .post(format!("{base}/jobs/{dead}/retry"))
+        .basic_auth("ops", Some(TOKEN))
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()["location"], "/");
+    assert_eq!(s.app.job("merchant_order:777").0, 0, "re-queued");
+    s.app.stop().await;
+}
