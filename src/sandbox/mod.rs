@@ -10,9 +10,12 @@
 //! Time comes from the clock it is given, so tests can run the whole
 //! 96-hour schedule on a virtual clock (`run_due` after advancing it).
 
+mod accounts;
+mod changes;
 mod control;
 pub mod db;
 pub mod dispatch;
+mod intents;
 pub mod mail;
 mod resources;
 pub mod shapes;
@@ -146,7 +149,7 @@ impl Sandbox {
                     rusqlite::params![a.name, a.token, a.notification_url, a.webhook_url, a.webhook_secret, a.email, groups],
                 )?;
                 for d in &a.devices {
-                    control::add_device(&tx, &a.name, d)?;
+                    accounts::add_device(&tx, &a.name, d)?;
                 }
             }
             tx.commit()

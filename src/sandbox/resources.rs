@@ -8,8 +8,9 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use super::Sandbox;
-use super::control::{self, AccountRow};
+use super::accounts::{self, AccountRow};
 use super::db;
+use super::{changes, intents};
 use crate::http::response::{self, Body};
 use crate::money::Money;
 
@@ -17,7 +18,7 @@ pub(super) async fn handle(
     sb: &std::sync::Arc<Sandbox>,
     req: Request<Incoming>,
 ) -> anyhow::Result<Response<Body>> {
-    let Some(account) = control::authenticate(sb, &req).await? else {
+    let Some(account) = accounts::authenticate(sb, &req).await? else {
         return Ok(platform_error(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -67,7 +68,7 @@ pub(super) async fn handle(
             .await
         }
         (_, ["point", "integration-api", "integrator"]) => {
-            control::integrator(sb, &account, &method, &body).await
+            intents::integrator(sb, &account, &method, &body).await
         }
         _ => Ok(platform_error(
             StatusCode::NOT_FOUND,
@@ -217,10 +218,10 @@ async fn create_payment(
         .db
         .call(move |conn| {
             let tx = conn.transaction()?;
-            let status = control::take_preset(&tx, &name, "next_payment_status")?
+            let status = accounts::take_preset(&tx, &name, "next_payment_status")?
                 .unwrap_or_else(|| "approved".into());
             let id = db::next_id(&tx, "payment", 1_300_000_001)?;
-            let payment = control::payment_body(
+            let payment = changes::payment_body(
                 id,
                 &status,
                 amount,
@@ -241,7 +242,7 @@ async fn create_payment(
         })
         .await?;
     let id = payment["id"].to_string();
-    control::announce(sb, account, "payment", &id, "payment.created").await?;
+    changes::announce(sb, account, "payment", &id, "payment.created").await?;
     Ok(ok_json(StatusCode::CREATED, &payment))
 }
 
@@ -264,7 +265,7 @@ async fn cancel_payment(
             &[(4, "status must be cancelled")],
         ));
     }
-    let Some(mut payment) = control::owned(sb, account, "payment", id).await? else {
+    let Some(mut payment) = changes::owned(sb, account, "payment", id).await? else {
         return Ok(platform_error(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -283,7 +284,7 @@ async fn cancel_payment(
     }
     payment["status"] = json!("cancelled");
     payment["status_detail"] = json!("by_collector");
-    control::save_payment(sb, account, &payment).await?;
+    changes::save_payment(sb, account, &payment).await?;
     Ok(ok_json(StatusCode::OK, &payment))
 }
 
@@ -295,7 +296,7 @@ async fn refund_payment(
     id: &str,
     key: Option<String>,
 ) -> anyhow::Result<Response<Body>> {
-    let Some(mut payment) = control::owned(sb, account, "payment", id).await? else {
+    let Some(mut payment) = changes::owned(sb, account, "payment", id).await? else {
         return Ok(platform_error(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -343,7 +344,7 @@ async fn refund_payment(
     payment["status"] = json!("refunded");
     payment["status_detail"] = json!("refunded");
     payment["transaction_amount_refunded"] = payment["transaction_amount"].clone();
-    control::save_payment(sb, account, &payment).await?;
+    changes::save_payment(sb, account, &payment).await?;
     if let Some(key) = key {
         let (pid, body) = (id.to_string(), refund.to_string());
         sb.db
