@@ -47,9 +47,9 @@ pub(super) fn account_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AccountRow>
 }
 
 /// The account of the request's Bearer token; `None` without a valid one.
-pub(super) async fn authenticate(
+pub(super) async fn authenticate<B>(
     sb: &Sandbox,
-    req: &Request<Incoming>,
+    req: &Request<B>,
 ) -> anyhow::Result<Option<AccountRow>> {
     let Some(token) = req
         .headers()

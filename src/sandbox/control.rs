@@ -81,6 +81,32 @@ pub(super) async fn handle(
             &serde_json::to_value(sb.delivery_log(limit).await?)?,
         ));
     }
+    match (&method, parts.as_slice()) {
+        (&Method::GET, ["requests"]) => {
+            return Ok(ok_json(
+                StatusCode::OK,
+                &serde_json::to_value(sb.faults.calls())?,
+            ));
+        }
+        (&Method::DELETE, ["faults"]) => {
+            sb.faults.clear();
+            return Ok(ok_json(StatusCode::OK, &json!({"cleared": true})));
+        }
+        (&Method::POST, ["faults"]) => {
+            let v = body_or_refuse!(req);
+            return match serde_json::from_value::<super::faults::Fault>(v.clone()) {
+                Ok(f) => {
+                    sb.faults.add(f);
+                    Ok(ok_json(StatusCode::CREATED, &v))
+                }
+                Err(e) => Ok(control_error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("not a fault: {e}"),
+                )),
+            };
+        }
+        _ => {}
+    }
     let Some(account) = control_account(sb, &req).await? else {
         return Ok(control_error(StatusCode::NOT_FOUND, "no such account"));
     };
@@ -243,6 +269,25 @@ pub(super) async fn handle(
             }
             sb.queued();
             Ok(ok_json(StatusCode::ACCEPTED, &v))
+        }
+        (&Method::PUT, ["resources", kind, id]) => {
+            let kind: &'static str = match *kind {
+                "payment" => "payment",
+                "merchant_order" => "merchant_order",
+                "chargeback" => "chargeback",
+                "payment_intent" => "payment_intent",
+                other => {
+                    return Ok(control_error(
+                        StatusCode::BAD_REQUEST,
+                        &format!(
+                            "{other} is not a kind: payment, merchant_order, chargeback or payment_intent"
+                        ),
+                    ));
+                }
+            };
+            let v = body_or_refuse!(req);
+            save(sb, &account, kind, id, &v).await?;
+            Ok(ok_json(StatusCode::OK, &v))
         }
         (&Method::POST, ["payment_intents"]) => {
             let v = body_or_refuse!(req);

@@ -156,6 +156,17 @@ impl Db {
     }
 }
 
+impl Db {
+    /// Runs `f` on the calling thread.
+    pub fn call_blocking<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> anyhow::Result<T> {
+        let mut conn = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut conn).map_err(Into::into)
+    }
+}
+
 /// The next id of a sequence (payments, orders …), platform-like numbers.
 pub fn next_id(conn: &Connection, name: &str, start: i64) -> rusqlite::Result<i64> {
     conn.query_row(

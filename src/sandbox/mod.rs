@@ -15,6 +15,7 @@ mod changes;
 mod control;
 pub mod db;
 pub mod dispatch;
+pub mod faults;
 mod intents;
 pub mod mail;
 mod resources;
@@ -108,6 +109,7 @@ pub struct Sandbox {
     wake: Notify,
     dispatch_loop: bool,
     mail: mail::MailSettings,
+    faults: faults::Faults,
 }
 
 impl Sandbox {
@@ -167,11 +169,31 @@ impl Sandbox {
             wake: Notify::new(),
             dispatch_loop: settings.dispatch_loop,
             mail: settings.mail,
+            faults: faults::Faults::default(),
         }))
     }
 
     pub fn now(&self) -> i64 {
         crate::store::unix_ms(self.clock.now())
+    }
+
+    /// Fault injection and the log of calls to the resources API.
+    pub fn faults(&self) -> &faults::Faults {
+        &self.faults
+    }
+
+    /// Sets a resource exactly as the API will serve it, for tests that
+    /// need shapes the control API does not make. It blocks the calling
+    /// thread for one small write.
+    pub fn set_resource(
+        &self,
+        account: &str,
+        kind: &str,
+        id: &str,
+        body: &serde_json::Value,
+    ) -> anyhow::Result<()> {
+        self.db
+            .call_blocking(|c| db::put_resource(c, kind, id, account, body, None))
     }
 
     /// Sandbox time scaled to the real duration it takes.

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::Sandbox;
 use super::accounts::{self, AccountRow};
 use super::db;
+use super::faults::Call;
 use super::{changes, intents};
 use crate::http::response::{self, Body};
 use crate::money::Money;
@@ -18,6 +19,40 @@ pub(super) async fn handle(
     sb: &std::sync::Arc<Sandbox>,
     req: Request<Incoming>,
 ) -> anyhow::Result<Response<Body>> {
+    let (parts, body) = req.into_parts();
+    let body = body.collect().await?.to_bytes();
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    sb.faults.record(Call {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_string(),
+        authorization: header("authorization"),
+        idempotency_key: header("x-idempotency-key"),
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
+    if let Some((status, delay, retry_after)) =
+        sb.faults.take(parts.method.as_str(), parts.uri.path())
+    {
+        tokio::time::sleep(delay).await;
+        if let Some(code) = status {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut res = platform_error(status, "injected", &format!("injected {code}"), &[]);
+            if let Some(secs) = retry_after {
+                res.headers_mut()
+                    .insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
+            }
+            return Ok(res);
+        }
+    }
+    if parts.method == Method::GET {
+        tokio::time::sleep(sb.faults.read_delay()).await;
+    }
+    let req = Request::from_parts(parts, ());
     let Some(account) = accounts::authenticate(sb, &req).await? else {
         return Ok(platform_error(
             StatusCode::UNAUTHORIZED,
@@ -29,7 +64,6 @@ pub(super) async fn handle(
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let headers = req.headers().clone();
-    let body = req.into_body().collect().await?.to_bytes();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (&method, parts.as_slice()) {
         (&Method::POST, ["v1", "payments"]) => create_payment(sb, &account, &body).await,

@@ -57,7 +57,7 @@ fn write_config_with(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
         &config,
         format!(
             "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = {:?}\n{extra}\
-             [[accounts]]\nname = \"default\"\naccess_token = \"t\"\n",
+             [[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n",
             db.display().to_string()
         ),
     )

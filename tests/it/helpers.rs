@@ -379,3 +379,6 @@ pub fn client() -> reqwest::Client {
     pointhook::tls::install_default_provider();
     reqwest::Client::new()
 }
+
+/// Held by the tests that measure time, so they never run together.
+pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

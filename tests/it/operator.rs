@@ -174,14 +174,8 @@ async fn jobs_dead_first_show_and_retry_until_it_succeeds() {
     assert_eq!(job["deliveries"].as_array().unwrap().len(), 1);
 
     // The fault is gone: a retry runs it again, and it succeeds.
-    // Drop the injected 500s; serve the order as it now is.
-    s.api.server.reset().await;
-    wiremock::Mock::given(wiremock::matchers::method("GET"))
-        .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(serde_json::json!({
-            "id": 777, "total_amount": 5, "payments": [{"id": 1, "transaction_amount": 5, "status": "approved"}], "shipments": []
-        })))
-        .mount(&s.api.server)
-        .await;
+    s.api.clear_faults();
+    s.api.order("777", "5", &[("1", "5", "approved")], None);
     let (status, body) = s.admin("POST", &format!("/api/jobs/{dead}/retry")).await;
     assert_eq!(status, 200, "{body}");
     let (status, _) = s.admin("POST", &format!("/api/jobs/{dead}/retry")).await;

@@ -1,63 +1,66 @@
-//! A stand-in for the platform API (until the sandbox serves it): real HTTP
-//! on 127.0.0.1, resources that tests set and change, faults injected for the
-//! next N calls, and the log of calls received.
+//! The platform API for tests: the real sandbox (its resources API, with
+//! resources set in the shapes a test needs, faults injected for the next N
+//! calls, and the log of calls it received); and the merchant's endpoint.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use pointhook::clock::SystemClock;
+use pointhook::sandbox::AccountSpec;
+use pointhook::sandbox::faults::Fault;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-#[derive(Clone, Default)]
-struct Resources(Arc<Mutex<HashMap<String, Value>>>, Arc<Mutex<Duration>>);
+use crate::sandbox::{RunningSandbox, start_sandbox};
 
-impl Respond for Resources {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        match self.0.lock().unwrap().get(request.url.path()) {
-            Some(body) => ResponseTemplate::new(200)
-                .set_body_json(body)
-                .set_delay(*self.1.lock().unwrap()),
-            None => ResponseTemplate::new(404).set_body_json(json!({
-                "message": "resource not found", "error": "not_found", "status": 404, "cause": []
-            })),
-        }
-    }
-}
+/// The token of the test app's default account.
+const TOKEN: &str = "tok";
 
 pub struct FakeApi {
-    pub server: MockServer,
-    resources: Resources,
+    sb: RunningSandbox,
 }
 
 impl FakeApi {
     pub async fn start() -> FakeApi {
-        let server = MockServer::start().await;
-        let resources = Resources::default();
-        Mock::given(method("GET"))
-            .respond_with(resources.clone())
-            .with_priority(10)
-            .mount(&server)
-            .await;
-        FakeApi { server, resources }
+        let account = AccountSpec {
+            name: "default".into(),
+            token: TOKEN.into(),
+            notification_url: None,
+            webhook_url: None,
+            webhook_secret: None,
+            email: None,
+            groups: None,
+            devices: Vec::new(),
+        };
+        FakeApi {
+            sb: start_sandbox(vec![account], Arc::new(SystemClock), 1.0, false, None).await,
+        }
     }
 
     pub fn uri(&self) -> String {
-        self.server.uri()
+        self.sb.url.clone()
     }
 
-    /// Every resource is served this much later.
+    /// Every read answered this much later.
     pub fn set_delay(&self, delay: Duration) {
-        *self.resources.1.lock().unwrap() = delay;
+        self.sb.sandbox.faults().set_read_delay(delay);
     }
 
-    pub fn set(&self, path: &str, body: Value) {
-        self.resources
-            .0
-            .lock()
-            .unwrap()
-            .insert(path.to_string(), body);
+    /// Serves `body` at `path` (an API path of the sandbox).
+    pub fn set(&self, at: &str, body: Value) {
+        let parts: Vec<&str> = at.trim_matches('/').split('/').collect();
+        let (kind, id) = match parts.as_slice() {
+            ["v1", "payments", id] => ("payment", *id),
+            ["merchant_orders", id] => ("merchant_order", *id),
+            ["v1", "chargebacks", id] => ("chargeback", *id),
+            ["point", "integration-api", "payment-intents", id] => ("payment_intent", *id),
+            _ => panic!("not a resource path: {at}"),
+        };
+        self.sb
+            .sandbox
+            .set_resource("default", kind, id, &body)
+            .unwrap();
     }
 
     pub fn payment(&self, id: &str, status: &str, amount: &str, order: Option<&str>) {
@@ -73,7 +76,7 @@ impl FakeApi {
         self.set(&format!("/v1/payments/{id}"), body);
     }
 
-    /// `payments`: (id, amount, status); `shipments`: first shipment's status.
+    /// `payments`: (id, amount, status); `shipment`: the first shipment's status.
     pub fn order(
         &self,
         id: &str,
@@ -117,52 +120,89 @@ impl FakeApi {
         );
     }
 
-    /// The next `n` calls to `at` get `answer` instead of the resource.
-    pub async fn fail_next(&self, at: &str, n: u64, answer: ResponseTemplate) {
-        Mock::given(method("GET"))
-            .and(path(at))
-            .respond_with(answer)
-            .up_to_n_times(n)
-            .with_priority(1)
-            .mount(&self.server)
-            .await;
+    /// The next `n` reads of `at` get `fault`.
+    pub async fn fail_next(&self, at: &str, n: u32, fault: Fault) {
+        self.fail_next_call("GET", at, n, fault).await;
+    }
+
+    /// The next `n` calls with `verb` to `at` get `fault`.
+    pub async fn fail_next_call(&self, verb: &str, at: &str, n: u32, fault: Fault) {
+        self.sb.sandbox.faults().add(Fault {
+            method: Some(verb.to_string()),
+            path: at.to_string(),
+            times: n,
+            ..fault
+        });
+    }
+
+    pub fn clear_faults(&self) {
+        self.sb.sandbox.faults().clear();
     }
 
     pub async fn calls(&self, at: &str) -> usize {
-        self.server
-            .received_requests()
-            .await
-            .unwrap_or_default()
+        self.sb
+            .sandbox
+            .faults()
+            .calls()
             .iter()
-            .filter(|r| r.url.path() == at)
+            .filter(|c| c.path == at)
             .count()
     }
 
     pub async fn authorization_headers(&self) -> Vec<String> {
-        self.server
-            .received_requests()
-            .await
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|r| {
-                r.headers
-                    .get("authorization")
-                    .map(|v| v.to_str().unwrap().to_string())
-            })
+        self.sb
+            .sandbox
+            .faults()
+            .calls()
+            .into_iter()
+            .filter_map(|c| c.authorization)
+            .collect()
+    }
+
+    /// Every call other than a GET: (method, path, x-idempotency-key, body).
+    pub async fn changes(&self) -> Vec<(String, String, Option<String>, String)> {
+        self.sb
+            .sandbox
+            .faults()
+            .calls()
+            .into_iter()
+            .filter(|c| c.method != "GET")
+            .map(|c| (c.method, c.path, c.idempotency_key, c.body))
             .collect()
     }
 }
 
-pub fn status(code: u16) -> ResponseTemplate {
-    ResponseTemplate::new(code).set_body_json(json!({
-        "message": format!("injected {code}"), "error": "injected", "status": code, "cause": []
-    }))
+/// Answer `code` with the platform's error body.
+pub fn status(code: u16) -> Fault {
+    Fault {
+        method: None,
+        path: String::new(),
+        status: Some(code),
+        times: 1,
+        delay_ms: 0,
+        retry_after: None,
+    }
 }
 
-pub fn slow(by: Duration) -> ResponseTemplate {
-    ResponseTemplate::new(200)
-        .set_delay(by)
-        .set_body_json(json!({}))
+/// No answer for `by` (then a 500, which nobody waiting will see).
+pub fn slow(by: Duration) -> Fault {
+    Fault {
+        delay_ms: by.as_millis() as u64,
+        ..status(500)
+    }
+}
+
+pub trait RetryAfter {
+    fn retry_after(self, secs: u64) -> Self;
+}
+
+impl RetryAfter for Fault {
+    fn retry_after(self, secs: u64) -> Fault {
+        Fault {
+            retry_after: Some(secs),
+            ..self
+        }
+    }
 }
 
 /// The merchant's fulfillment endpoint: records every POST; can be told to
@@ -203,56 +243,5 @@ impl Merchant {
 
     pub async fn received(&self) -> Vec<Request> {
         self.server.received_requests().await.unwrap_or_default()
-    }
-}
-
-impl FakeApi {
-    /// Accepts cancels (`PUT /v1/payments/{id}`) and refunds
-    /// (`POST /v1/payments/{id}/refunds`).
-    pub async fn accept_undo(&self) {
-        Mock::given(method("PUT"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"status": "cancelled"})))
-            .with_priority(10)
-            .mount(&self.server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(201).set_body_json(json!({"id": 1, "status": "approved"})),
-            )
-            .with_priority(10)
-            .mount(&self.server)
-            .await;
-    }
-
-    /// The next `n` calls with `verb` to `at` get `answer`.
-    pub async fn fail_next_call(&self, verb: &str, at: &str, n: u64, answer: ResponseTemplate) {
-        Mock::given(method(verb))
-            .and(path(at))
-            .respond_with(answer)
-            .up_to_n_times(n)
-            .with_priority(1)
-            .mount(&self.server)
-            .await;
-    }
-
-    /// Every call other than a GET: (method, path, x-idempotency-key, body).
-    pub async fn changes(&self) -> Vec<(String, String, Option<String>, String)> {
-        self.server
-            .received_requests()
-            .await
-            .unwrap_or_default()
-            .iter()
-            .filter(|r| r.method.as_str() != "GET")
-            .map(|r| {
-                (
-                    r.method.to_string(),
-                    r.url.path().to_string(),
-                    r.headers
-                        .get("x-idempotency-key")
-                        .map(|v| v.to_str().unwrap().to_string()),
-                    String::from_utf8_lossy(&r.body).into_owned(),
-                )
-            })
-            .collect()
     }
 }

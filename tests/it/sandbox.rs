@@ -206,6 +206,7 @@ async fn a_500_a_302_and_a_204_are_not_received_a_201_is() {
 
 #[tokio::test]
 async fn an_answer_slower_than_the_window_is_not_received() {
+    let _serial = TIMING.lock().await;
     let target = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_millis(600)))
@@ -234,6 +235,7 @@ async fn an_answer_slower_than_the_window_is_not_received() {
 
 #[tokio::test]
 async fn at_scale_0_01_the_first_retries_come_at_9_and_18_seconds() {
+    let _serial = TIMING.lock().await;
     let target = receiver(&[500]).await;
     let sb = start_sandbox(
         vec![account(Some(target.uri()))],
