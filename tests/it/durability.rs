@@ -1,47 +1,10 @@
 //! What was acknowledged survives a kill -9; shutdown drains in-flight work.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::helpers::*;
 use crate::platform::{FakeApi, Merchant};
-
-/// The real binary, serving on an ephemeral port.
-struct Served {
-    child: Child,
-    addr: std::net::SocketAddr,
-}
-
-fn start_binary(config: &std::path::Path) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pointhook"))
-        .args(["serve", "--log-format", "json", "--config"])
-        .arg(config)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if !sent
-                && let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
-                && v["message"] == "pointhook serving"
-            {
-                let _ = tx.send(v["listen"].as_str().unwrap().parse().unwrap());
-                sent = true;
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("pointhook reports its address");
-    Served { child, addr }
-}
 
 fn write_config(dir: &std::path::Path) -> std::path::PathBuf {
     write_config_with(
@@ -70,7 +33,7 @@ async fn every_acknowledged_delivery_survives_kill_9() {
     init_logs();
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path());
-    let mut served = start_binary(&config);
+    let mut served = serve_binary(&config, &[]);
     let client = client();
 
     // A burst, killed while part of it is still in flight.
@@ -106,7 +69,7 @@ async fn every_acknowledged_delivery_survives_kill_9() {
     assert!(acked.len() >= 150, "only {} acknowledged", acked.len());
 
     // Restart on the same file: it opens, and every acknowledged one is there.
-    let mut served = start_binary(&config);
+    let mut served = serve_binary(&config, &[]);
     let res = client
         .get(format!("http://{}/readyz", served.addr))
         .send()
@@ -143,7 +106,7 @@ async fn sigterm_drains_an_in_flight_request_and_exits() {
     init_logs();
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path());
-    let mut served = start_binary(&config);
+    let mut served = serve_binary(&config, &[]);
 
     // Headers and half the body are in when the signal arrives.
     let mut stream = tokio::net::TcpStream::connect(served.addr).await.unwrap();
@@ -246,7 +209,7 @@ async fn kill_9_in_the_middle_of_processing_loses_and_repeats_nothing() {
             merchant.config()
         ),
     );
-    let mut served = start_binary(&config);
+    let mut served = serve_binary(&config, &[]);
     let client = client();
     for i in 0..ORDERS {
         let url = format!(
@@ -279,7 +242,7 @@ async fn kill_9_in_the_middle_of_processing_loses_and_repeats_nothing() {
         "killed too late to prove anything ({before})"
     );
 
-    let mut served = start_binary(&config);
+    let mut served = serve_binary(&config, &[]);
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let conn = rusqlite::Connection::open(&db).unwrap();

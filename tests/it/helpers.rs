@@ -382,3 +382,43 @@ pub fn client() -> reqwest::Client {
 
 /// Held by the tests that measure time, so they never run together.
 pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The real binary, serving on an ephemeral port.
+pub struct Served {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+/// Starts `pointhook serve --config CONFIG` with `env` and waits until it
+/// says where it listens.
+pub fn serve_binary(config: &Path, env: &[(&str, &str)]) -> Served {
+    use std::io::{BufRead, BufReader};
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pointhook"));
+    cmd.args(["serve", "--log-format", "json", "--config"])
+        .arg(config)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !sent
+                && let Ok(v) = serde_json::from_str::<Value>(&line)
+                && v["message"] == "pointhook serving"
+            {
+                let _ = tx.send(v["listen"].as_str().unwrap().parse().unwrap());
+                sent = true;
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("pointhook reports its address");
+    Served { child, addr }
+}

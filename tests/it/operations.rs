@@ -1,9 +1,8 @@
 //! Running as a systemd service: the sd_notify protocol, credentials from
 //! `$CREDENTIALS_DIRECTORY`, metrics, backup and prune.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixDatagram;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
@@ -22,36 +21,6 @@ fn config_file(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
     path
 }
 
-/// Starts the binary; returns it and the address it serves.
-fn spawn(
-    config: &std::path::Path,
-    env: &[(&str, &str)],
-) -> (std::process::Child, std::net::SocketAddr) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pointhook"));
-    cmd.args(["serve", "--log-format", "json", "--config"])
-        .arg(config)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
-                && v["message"] == "pointhook serving"
-            {
-                let _ = tx.send(v["listen"].as_str().unwrap().parse().unwrap());
-            }
-        }
-    });
-    let addr = rx.recv_timeout(Duration::from_secs(20)).expect("serving");
-    (child, addr)
-}
-
 #[test]
 fn sd_notify_ready_after_bind_watchdog_pings_and_stopping() {
     let dir = tempfile::tempdir().unwrap();
@@ -64,7 +33,7 @@ fn sd_notify_ready_after_bind_watchdog_pings_and_stopping() {
         dir.path(),
         "[[accounts]]\nname = \"default\"\naccess_token = \"t\"\n",
     );
-    let (mut child, addr) = spawn(
+    let Served { mut child, addr } = serve_binary(
         &config,
         &[
             ("NOTIFY_SOCKET", socket_path.to_str().unwrap()),
@@ -139,7 +108,7 @@ fn tokens_and_secrets_come_from_the_credentials_directory() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("accounts[0].access_token_file"));
 
     // The secret read from the credentials is the one the receiver checks.
-    let (mut child, addr) = spawn(
+    let Served { mut child, addr } = serve_binary(
         &config,
         &[("CREDENTIALS_DIRECTORY", creds.to_str().unwrap())],
     );
