@@ -387,6 +387,8 @@ pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 pub struct Served {
     pub child: std::process::Child,
     pub addr: SocketAddr,
+    /// Every log line so far.
+    pub logs: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// Starts `pointhook serve --config CONFIG` with `env` and waits until it
@@ -405,9 +407,12 @@ pub fn serve_binary(config: &Path, env: &[(&str, &str)]) -> Served {
     let mut child = cmd.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    let logs = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = logs.clone();
     std::thread::spawn(move || {
         let mut sent = false;
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            keep.lock().unwrap().push(line.clone());
             if !sent
                 && let Ok(v) = serde_json::from_str::<Value>(&line)
                 && v["message"] == "pointhook serving"
@@ -420,5 +425,5 @@ pub fn serve_binary(config: &Path, env: &[(&str, &str)]) -> Served {
     let addr = rx
         .recv_timeout(Duration::from_secs(20))
         .expect("pointhook reports its address");
-    Served { child, addr }
+    Served { child, addr, logs }
 }

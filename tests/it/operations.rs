@@ -33,7 +33,9 @@ fn sd_notify_ready_after_bind_watchdog_pings_and_stopping() {
         dir.path(),
         "[[accounts]]\nname = \"default\"\naccess_token = \"t\"\n",
     );
-    let Served { mut child, addr } = serve_binary(
+    let Served {
+        mut child, addr, ..
+    } = serve_binary(
         &config,
         &[
             ("NOTIFY_SOCKET", socket_path.to_str().unwrap()),
@@ -108,7 +110,9 @@ fn tokens_and_secrets_come_from_the_credentials_directory() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("accounts[0].access_token_file"));
 
     // The secret read from the credentials is the one the receiver checks.
-    let Served { mut child, addr } = serve_binary(
+    let Served {
+        mut child, addr, ..
+    } = serve_binary(
         &config,
         &[("CREDENTIALS_DIRECTORY", creds.to_str().unwrap())],
     );
@@ -310,4 +314,62 @@ async fn prune_keeps_unprocessed_work_and_decisions() {
     let pruned = app.store.prune(cutoff).await.unwrap();
     assert_eq!(pruned.jobs, 1, "the re-run job, done now");
     app.stop().await;
+}
+
+#[test]
+fn json_logs_carry_delivery_ids_and_never_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(
+        dir.path(),
+        &format!(
+            "[[accounts]]\nname = \"default\"\naccess_token = \"secret-token-42\"\nwebhook_secret = \"{SECRET}\"\n"
+        ),
+    );
+    let served = serve_binary(&config, &[]);
+    let Served {
+        mut child,
+        addr,
+        logs,
+    } = served;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let id = rt.block_on(async {
+        let res = client()
+            .post(format!("http://{addr}/notifications?topic=payment&id=77"))
+            .send()
+            .await
+            .unwrap();
+        let body: serde_json::Value = res.json().await.unwrap();
+        // A bad signature is logged too, without the secret.
+        client()
+            .post(format!(
+                "http://{addr}/notifications?type=payment&data.id=5"
+            ))
+            .header("x-signature", "ts=1,v1=00")
+            .send()
+            .await
+            .unwrap();
+        body["delivery_id"].as_i64().unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let logs = logs.lock().unwrap().clone();
+    let stored: Vec<serde_json::Value> = logs
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["message"] == "delivery stored")
+        .collect();
+    assert_eq!(stored.len(), 1, "{logs:?}");
+    assert_eq!(stored[0]["delivery_id"], id);
+    assert!(stored[0]["job_id"].is_number());
+    for line in &logs {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok(),
+            "JSON lines only: {line}"
+        );
+        assert!(
+            !line.contains("secret-token-42") && !line.contains(SECRET),
+            "a secret in the log: {line}"
+        );
+    }
 }
