@@ -129,7 +129,7 @@ async fn main() {
                 // random` sends UUID-like ids instead (as payment intents have).
                 let uri = if args.random_ids {
                     format!(
-                        "{}?topic=payment&id={:016x}{:016x}",
+                        "{}?topic=point_integration_ipn&id={:016x}-{:016x}",
                         args.url.path(),
                         rand_u64(n ^ run_id),
                         rand_u64(n)

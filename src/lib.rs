@@ -119,6 +119,10 @@ impl App {
                 lease: Duration::from_secs(config.worker.lease_secs),
                 drain: Duration::from_secs(config.server.drain_timeout_secs),
                 deliver_events: fulfillment_url.is_some(),
+                alerts: accounts
+                    .iter()
+                    .map(|a| (a.name.clone(), a.unauthenticated_alerts()))
+                    .collect(),
             },
         ));
         let outbox = match (&config.fulfillment, fulfillment_url) {
@@ -221,7 +225,6 @@ impl App {
             accounts: Accounts::new(accounts),
             max_body_bytes: s.max_body_bytes,
             read_timeout: Duration::from_secs(s.read_timeout_secs),
-            signature_tolerance: http::verify::DEFAULT_TOLERANCE,
             clock: options.clock.clone(),
             metrics: metrics.clone(),
         };

@@ -3,8 +3,6 @@
 //! binary float, so 0.1 + 0.2 is 0.3 here.
 
 use std::fmt;
-use std::iter::Sum;
-use std::ops::Add;
 use std::str::FromStr;
 
 use rust_decimal::Decimal;
@@ -29,7 +27,31 @@ impl Money {
     pub fn from_cents(cents: i64) -> Money {
         Money(Decimal::new(cents, 2))
     }
+
+    pub fn checked_add(self, rhs: Money) -> Result<Money, Overflow> {
+        self.0.checked_add(rhs.0).map(Money).ok_or(Overflow)
+    }
+
+    pub fn checked_sub(self, rhs: Money) -> Result<Money, Overflow> {
+        self.0.checked_sub(rhs.0).map(Money).ok_or(Overflow)
+    }
+
+    /// The sum of `amounts`, or `Overflow` when it does not fit.
+    pub fn checked_sum(amounts: impl IntoIterator<Item = Money>) -> Result<Money, Overflow> {
+        amounts
+            .into_iter()
+            .try_fold(Money::ZERO, |sum, a| sum.checked_add(a))
+    }
+
+    pub fn is_positive(self) -> bool {
+        self.0 > Decimal::ZERO
+    }
 }
+
+/// An amount too large to compute with: a permanent, named job error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an amount is too large to compute with exactly")]
+pub struct Overflow;
 
 impl fmt::Display for Money {
     /// Two decimals at least (`100.00`, `0.30`, `1.125`), as merchants expect.
@@ -40,19 +62,6 @@ impl fmt::Display for Money {
         } else {
             write!(f, "{v}")
         }
-    }
-}
-
-impl Add for Money {
-    type Output = Money;
-    fn add(self, rhs: Money) -> Money {
-        Money(self.0 + rhs.0)
-    }
-}
-
-impl Sum for Money {
-    fn sum<I: Iterator<Item = Money>>(iter: I) -> Money {
-        iter.fold(Money::ZERO, Add::add)
     }
 }
 
@@ -86,10 +95,21 @@ mod tests {
 
     #[test]
     fn sums_are_exact() {
-        assert_eq!(m("0.1") + m("0.2"), m("0.3"));
-        assert_eq!(m("0.7") + m("0.1"), m("0.8"));
+        assert_eq!(m("0.1").checked_add(m("0.2")), Ok(m("0.3")));
+        assert_eq!(m("0.7").checked_add(m("0.1")), Ok(m("0.8")));
         let from_json: Vec<Money> = serde_json::from_str("[0.1, 0.2, \"0.3\"]").unwrap();
-        assert_eq!(from_json.into_iter().sum::<Money>(), m("0.6"));
+        assert_eq!(Money::checked_sum(from_json), Ok(m("0.6")));
+    }
+
+    #[test]
+    fn overflow_is_an_error_not_a_panic() {
+        let huge = m("79228162514264337593543950335");
+        assert_eq!(huge.checked_add(m("1")), Err(Overflow));
+        assert_eq!(Money::checked_sum([huge, huge]), Err(Overflow));
+        assert_eq!(
+            m("-79228162514264337593543950335").checked_sub(m("1")),
+            Err(Overflow)
+        );
     }
 
     #[test]

@@ -15,8 +15,8 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use crate::config::{Account, ApiConfig};
-use crate::domain::ResourceId;
-use types::{Chargeback, MerchantOrder, Payment, PaymentIntent, PlatformError};
+use crate::domain::{ChargebackId, Id, IntentId, MerchantOrderId, PaymentId};
+use types::{Chargeback, Identified, MerchantOrder, Payment, PaymentIntent, PlatformError};
 
 /// One API call, kept for the operator's history of a job.
 #[derive(Debug, Clone)]
@@ -43,7 +43,7 @@ pub async fn recording<F: std::future::Future>(f: F) -> (F::Output, Vec<Fetch>) 
         .await
 }
 
-fn record(endpoint: &'static str, id: &ResourceId, status: u16, started: std::time::Instant) {
+fn record(endpoint: &'static str, id: &str, status: u16, started: std::time::Instant) {
     let _ = FETCHES.try_with(|v| {
         v.borrow_mut().push(Fetch {
             endpoint,
@@ -131,6 +131,12 @@ pub enum ApiError {
         id: String,
         message: String,
     },
+    #[error("{endpoint} {id}: the platform answered with {got:?}, not the resource asked for")]
+    WrongResource {
+        endpoint: &'static str,
+        id: String,
+        got: String,
+    },
     #[error("no such account {0:?}")]
     UnknownAccount(String),
 }
@@ -156,6 +162,7 @@ impl ApiError {
             ApiError::Unauthorized { .. }
             | ApiError::Refused { .. }
             | ApiError::Decode { .. }
+            | ApiError::WrongResource { .. }
             | ApiError::UnknownAccount(_) => ErrorClass::Permanent,
         }
     }
@@ -213,63 +220,56 @@ impl ApiClient {
         })
     }
 
-    pub async fn payment(&self, account: &str, id: &ResourceId) -> Result<Payment, ApiError> {
-        self.get(
-            account,
-            Endpoint::Payment,
-            &format!("/v1/payments/{id}"),
-            id,
-        )
-        .await
+    pub async fn payment(&self, account: &str, id: &PaymentId) -> Result<Payment, ApiError> {
+        self.get(account, Endpoint::Payment, "/v1/payments/{id}", id)
+            .await
     }
 
     pub async fn merchant_order(
         &self,
         account: &str,
-        id: &ResourceId,
+        id: &MerchantOrderId,
     ) -> Result<MerchantOrder, ApiError> {
         self.get(
             account,
             Endpoint::MerchantOrder,
-            &format!("/merchant_orders/{id}"),
+            "/merchant_orders/{id}",
             id,
         )
         .await
     }
 
-    pub async fn chargeback(&self, account: &str, id: &ResourceId) -> Result<Chargeback, ApiError> {
-        self.get(
-            account,
-            Endpoint::Chargeback,
-            &format!("/v1/chargebacks/{id}"),
-            id,
-        )
-        .await
+    pub async fn chargeback(
+        &self,
+        account: &str,
+        id: &ChargebackId,
+    ) -> Result<Chargeback, ApiError> {
+        self.get(account, Endpoint::Chargeback, "/v1/chargebacks/{id}", id)
+            .await
     }
 
     pub async fn payment_intent(
         &self,
         account: &str,
-        id: &ResourceId,
+        id: &IntentId,
     ) -> Result<PaymentIntent, ApiError> {
-        let path = self.intent_path.replace("{id}", id.as_str());
-        self.get(account, Endpoint::PaymentIntent, &path, id).await
+        self.get(account, Endpoint::PaymentIntent, &self.intent_path, id)
+            .await
     }
 
     /// Cancels a payment that is still pending (`PUT {"status":"cancelled"}`).
     pub async fn cancel_payment(
         &self,
         account: &str,
-        id: &ResourceId,
+        id: &PaymentId,
     ) -> Result<serde_json::Value, ApiError> {
-        let path = self.cancel_path.replace("{id}", id.as_str());
         let body = serde_json::json!({"status": "cancelled"});
         self.call(
             account,
             Endpoint::Cancel,
             reqwest::Method::PUT,
-            &path,
-            id,
+            &self.cancel_path,
+            id.as_str(),
             Some(body),
             None,
         )
@@ -281,40 +281,50 @@ impl ApiClient {
     pub async fn refund_payment(
         &self,
         account: &str,
-        id: &ResourceId,
+        id: &PaymentId,
         idempotency_key: &str,
     ) -> Result<serde_json::Value, ApiError> {
-        let path = self.refund_path.replace("{id}", id.as_str());
         let body = serde_json::json!({});
         self.call(
             account,
             Endpoint::Refund,
             reqwest::Method::POST,
-            &path,
-            id,
+            &self.refund_path,
+            id.as_str(),
             Some(body),
             Some(idempotency_key),
         )
         .await
     }
 
-    async fn get<T: DeserializeOwned>(
+    /// GETs the resource `id` at `template` and checks that the answer is
+    /// that resource.
+    async fn get<T: DeserializeOwned + Identified, K>(
         &self,
         account: &str,
         endpoint: Endpoint,
-        path: &str,
-        id: &ResourceId,
+        template: &str,
+        id: &Id<K>,
     ) -> Result<T, ApiError> {
-        self.call(
-            account,
-            endpoint,
-            reqwest::Method::GET,
-            path,
-            id,
-            None,
-            None,
-        )
-        .await
+        let resource: T = self
+            .call(
+                account,
+                endpoint,
+                reqwest::Method::GET,
+                template,
+                id.as_str(),
+                None,
+                None,
+            )
+            .await?;
+        if resource.id_text() != id.as_str() {
+            return Err(ApiError::WrongResource {
+                endpoint: endpoint.as_str(),
+                id: id.to_string(),
+                got: resource.id_text().to_string(),
+            });
+        }
+        Ok(resource)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -323,8 +333,8 @@ impl ApiClient {
         account: &str,
         endpoint: Endpoint,
         method: reqwest::Method,
-        path: &str,
-        id: &ResourceId,
+        template: &str,
+        id: &str,
         body: Option<serde_json::Value>,
         idempotency_key: Option<&str>,
     ) -> Result<T, ApiError> {
@@ -333,7 +343,7 @@ impl ApiClient {
             .get(account)
             .ok_or_else(|| ApiError::UnknownAccount(account.to_string()))?;
         client.limiter.until_ready().await;
-        let url = join(&self.base, path);
+        let url = resource_url(&self.base, template, id);
         let name = endpoint.as_str();
         let started = std::time::Instant::now();
         let mut request = self
@@ -417,15 +427,21 @@ impl ApiClient {
     }
 }
 
-/// `base` joined with an absolute `path`, keeping any path prefix of `base`.
-fn join(base: &Url, path: &str) -> Url {
+/// `base` joined with `template`, whose `{id}` segment becomes `id` as one
+/// percent-encoded path segment: an id can never add a segment or climb
+/// out of its path, whatever it holds. A path prefix of `base` is kept.
+pub fn resource_url(base: &Url, template: &str, id: &str) -> Url {
     let mut url = base.clone();
-    let prefix = base.path().trim_end_matches('/');
-    url.set_path(&format!("{prefix}{path}"));
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.pop_if_empty();
+        for segment in template.split('/').filter(|s| !s.is_empty()) {
+            segments.push(if segment == "{id}" { id } else { segment });
+        }
+    }
     url
 }
 
-fn transport_error(endpoint: &'static str, id: &ResourceId, e: &reqwest::Error) -> ApiError {
+fn transport_error(endpoint: &'static str, id: &str, e: &reqwest::Error) -> ApiError {
     if e.is_timeout() {
         ApiError::Timeout {
             endpoint,
@@ -469,16 +485,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn join_keeps_a_base_path() {
+    fn urls_keep_a_base_path_and_encode_the_id() {
         let base = Url::parse("http://h:1/api/").unwrap();
         assert_eq!(
-            join(&base, "/v1/payments/1").as_str(),
+            resource_url(&base, "/v1/payments/{id}", "1").as_str(),
             "http://h:1/api/v1/payments/1"
         );
         let base = Url::parse("http://h:1").unwrap();
         assert_eq!(
-            join(&base, "/v1/payments/1").as_str(),
-            "http://h:1/v1/payments/1"
+            resource_url(&base, "/v1/payments/{id}/refunds", "1").as_str(),
+            "http://h:1/v1/payments/1/refunds"
+        );
+        assert_eq!(
+            resource_url(&base, "/v1/chargebacks/{id}", "../../v1/payments/9").as_str(),
+            "http://h:1/v1/chargebacks/..%2F..%2Fv1%2Fpayments%2F9"
+        );
+        assert_eq!(
+            resource_url(&base, "/x/{id}", "a?b#c d").as_str(),
+            "http://h:1/x/a%3Fb%23c%20d"
         );
     }
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Deserializer};
 
-use crate::domain::ResourceId;
+use crate::domain::{ChargebackId, IntentId, IntentState, MerchantOrderId, PaymentId};
 use crate::money::Money;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,35 +61,49 @@ impl<'de> Deserialize<'de> for PaymentStatus {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Payment {
-    #[serde(deserialize_with = "loose_id")]
-    pub id: ResourceId,
+    pub id: PaymentId,
     pub status: PaymentStatus,
     #[serde(default)]
     pub status_detail: Option<String>,
     #[serde(default)]
     pub transaction_amount: Option<Money>,
     #[serde(default)]
+    pub transaction_amount_refunded: Option<Money>,
+    #[serde(default)]
+    pub currency_id: Option<String>,
+    #[serde(default)]
     pub external_reference: Option<String>,
     #[serde(default)]
     pub order: Option<OrderRef>,
+    #[serde(default)]
+    pub date_last_updated: Option<String>,
 }
 
+/// The order a payment belongs to: a merchant order of this platform
+/// (`type: mercadopago`), or something else (a marketplace order).
 #[derive(Debug, Clone, Deserialize)]
 pub struct OrderRef {
-    #[serde(default, deserialize_with = "loose_opt_id")]
-    pub id: Option<ResourceId>,
+    #[serde(default, deserialize_with = "loose_text")]
+    pub id: Option<String>,
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
 }
 
 impl Payment {
-    pub fn order_id(&self) -> Option<&ResourceId> {
-        self.order.as_ref().and_then(|o| o.id.as_ref())
+    /// The merchant order to look up, if the payment belongs to one of this
+    /// platform's (an order of another type is not one).
+    pub fn merchant_order_id(&self) -> Option<MerchantOrderId> {
+        let order = self.order.as_ref()?;
+        match order.kind.as_deref() {
+            None | Some("mercadopago") => MerchantOrderId::parse(order.id.as_deref()?).ok(),
+            Some(_) => None,
+        }
     }
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct MerchantOrder {
-    #[serde(deserialize_with = "loose_id")]
-    pub id: ResourceId,
+    pub id: MerchantOrderId,
     pub total_amount: Money,
     #[serde(default, deserialize_with = "null_as_default")]
     pub payments: Vec<OrderPayment>,
@@ -101,26 +115,38 @@ pub struct MerchantOrder {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct OrderPayment {
-    #[serde(deserialize_with = "loose_id")]
-    pub id: ResourceId,
+    pub id: PaymentId,
     pub transaction_amount: Money,
     pub status: PaymentStatus,
+    /// What was refunded of it; merchant orders and payments name it
+    /// differently.
+    #[serde(default)]
+    pub transaction_amount_refunded: Option<Money>,
+    #[serde(default)]
+    pub amount_refunded: Option<Money>,
+}
+
+impl OrderPayment {
+    pub fn refunded(&self) -> Money {
+        self.transaction_amount_refunded
+            .or(self.amount_refunded)
+            .unwrap_or(Money::ZERO)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Shipment {
-    #[serde(default, deserialize_with = "loose_opt_id")]
-    pub id: Option<ResourceId>,
+    #[serde(default, deserialize_with = "loose_text")]
+    pub id: Option<String>,
     #[serde(default)]
     pub status: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Chargeback {
-    #[serde(deserialize_with = "loose_id")]
-    pub id: ResourceId,
+    pub id: ChargebackId,
     #[serde(default, deserialize_with = "loose_ids")]
-    pub payments: Vec<ResourceId>,
+    pub payments: Vec<PaymentId>,
     #[serde(default)]
     pub amount: Option<Money>,
     #[serde(default)]
@@ -154,8 +180,7 @@ impl Chargeback {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct PaymentIntent {
-    #[serde(deserialize_with = "loose_id")]
-    pub id: ResourceId,
+    pub id: IntentId,
     pub state: String,
     #[serde(default)]
     pub payment: Option<IntentPayment>,
@@ -164,27 +189,56 @@ pub struct PaymentIntent {
     /// Cents.
     #[serde(default)]
     pub amount: Option<i64>,
+    #[serde(default)]
+    pub device_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct IntentPayment {
-    #[serde(default, deserialize_with = "loose_opt_id")]
-    pub id: Option<ResourceId>,
+    #[serde(default, deserialize_with = "loose_text")]
+    pub id: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct AdditionalInfo {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "loose_text")]
     pub external_reference: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "loose_text")]
     pub ticket_number: Option<String>,
 }
 
 impl PaymentIntent {
-    pub fn payment_id(&self) -> Option<&ResourceId> {
-        self.payment.as_ref().and_then(|p| p.id.as_ref())
+    /// The intent's state; `None` for one this version does not know.
+    pub fn state(&self) -> Option<IntentState> {
+        IntentState::parse(&self.state)
+    }
+
+    /// The payment the intent names. An id that is not a payment id is
+    /// treated as absent (the payment is not there yet).
+    pub fn payment_id(&self) -> Option<PaymentId> {
+        PaymentId::parse(self.payment.as_ref()?.id.as_deref()?).ok()
+    }
+
+    pub fn info(&self) -> AdditionalInfo {
+        self.additional_info.clone().unwrap_or_default()
     }
 }
+
+/// The id a resource says it has, to check it is the one asked for.
+pub trait Identified {
+    fn id_text(&self) -> &str;
+}
+
+macro_rules! identified {
+    ($($ty:ty),+) => {$(
+        impl Identified for $ty {
+            fn id_text(&self) -> &str {
+                self.id.as_str()
+            }
+        }
+    )+};
+}
+identified!(Payment, MerchantOrder, Chargeback, PaymentIntent);
 
 /// The platform's error body: `{"message","error","status","cause":[…]}`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -222,35 +276,24 @@ impl std::fmt::Display for PlatformError {
     }
 }
 
-fn id_from_value(v: serde_json::Value) -> Option<ResourceId> {
-    let text = match v {
-        serde_json::Value::String(s) => s,
-        serde_json::Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
-    ResourceId::parse(&text).ok()
-}
-
-fn loose_id<'de, D: Deserializer<'de>>(d: D) -> Result<ResourceId, D::Error> {
-    id_from_value(serde_json::Value::deserialize(d)?)
-        .ok_or_else(|| serde::de::Error::custom("expected an id (a string or a number)"))
-}
-
-fn loose_opt_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResourceId>, D::Error> {
+/// An id or a reference sent as a string or a number; `null` is absent.
+fn loose_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     match serde_json::Value::deserialize(d)? {
         serde_json::Value::Null => Ok(None),
-        v => id_from_value(v)
+        v => crate::domain::ids::loose_text(&v)
             .map(Some)
-            .ok_or_else(|| serde::de::Error::custom("expected an id (a string or a number)")),
+            .ok_or_else(|| serde::de::Error::custom("expected a string or a number")),
     }
 }
 
-fn loose_ids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ResourceId>, D::Error> {
+/// Ids in a list; an entry that is not a payment id is left out.
+fn loose_ids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PaymentId>, D::Error> {
     let values: Option<Vec<serde_json::Value>> = Option::deserialize(d)?;
     Ok(values
         .unwrap_or_default()
-        .into_iter()
-        .filter_map(id_from_value)
+        .iter()
+        .filter_map(crate::domain::ids::loose_text)
+        .filter_map(|t| PaymentId::parse(&t).ok())
         .collect())
 }
 
@@ -275,10 +318,10 @@ mod tests {
     fn fixtures_parse_with_ids_as_numbers_or_strings() {
         let p: Payment = fixture("payment-approved.json");
         assert_eq!(p.status, PaymentStatus::Approved);
-        assert_eq!(p.order_id().unwrap().as_str(), "4945357007");
+        assert_eq!(p.merchant_order_id().unwrap().as_str(), "4945357007");
         let p: Payment = fixture("payment-pending.json");
         assert_eq!(p.status, PaymentStatus::InProcess);
-        assert_eq!(p.order_id().unwrap().as_str(), "4945357007");
+        assert_eq!(p.merchant_order_id().unwrap().as_str(), "4945357007");
         let o: MerchantOrder = fixture("merchant-order-paid-shipping.json");
         assert_eq!(o.total_amount, Money::parse("350.5").unwrap());
         assert_eq!(o.payments.len(), 2);
@@ -290,6 +333,7 @@ mod tests {
         assert_eq!(c.status_key(), "not_supplied/undecided");
         let i: PaymentIntent = fixture("payment-intent.json");
         assert_eq!(i.payment_id().unwrap().as_str(), "123456789");
+        assert_eq!(i.state(), Some(IntentState::Finished));
         let e: PlatformError = fixture("error-not-found.json");
         assert_eq!(
             e.to_string(),

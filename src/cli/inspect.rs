@@ -99,6 +99,21 @@ pub enum Events {
     Redeliver { id: String },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum Fraud {
+    /// Alerts held for a person (every state with --all), newest first.
+    List {
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        out: Output,
+    },
+    /// The alert is real: cancel or refund its payment.
+    Confirm { id: i64 },
+    /// The alert is not real: unblock its order and decide it again.
+    Dismiss { id: i64 },
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct Output {
     /// JSON instead of a table.
@@ -392,6 +407,59 @@ pub fn events(db: &Path, cmd: Events, delivers: bool) -> anyhow::Result<()> {
             println!("event {id} will be delivered again, with the same id");
             Ok(())
         }
+    }
+}
+
+pub fn fraud(db: &Path, cmd: Fraud, delivers: bool) -> anyhow::Result<()> {
+    use crate::domain::Review;
+    use crate::store::reviews::{self, Answer};
+    let mut conn = open(db)?;
+    // What a person answers is one transaction, beside a running server.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let (id, answer, what) = match cmd {
+        Fraud::List { all, out } => {
+            let state = (!all).then_some(Review::Held);
+            let rows = reviews::list(&tx, state, out.limit.clamp(1, admin::MAX_LIMIT) as i64)?;
+            return print(&out, &rows, |rows| {
+                table(
+                    &[
+                        "ID", "STATE", "ACCOUNT", "ORDER", "PAYMENT", "SINCE", "REASON",
+                    ],
+                    rows.iter()
+                        .map(|r| {
+                            vec![
+                                r.id.to_string(),
+                                r.state.into(),
+                                r.account.clone(),
+                                r.merchant_order_id.clone().unwrap_or_default(),
+                                r.payment_id.clone().unwrap_or_default(),
+                                r.created_at.clone(),
+                                clip(&r.reason, 60),
+                            ]
+                        })
+                        .collect(),
+                )
+            });
+        }
+        Fraud::Confirm { id } => (
+            id,
+            reviews::confirm(&tx, id, unix_ms_now())?,
+            "confirmed: its payment will be cancelled or refunded",
+        ),
+        Fraud::Dismiss { id } => (
+            id,
+            reviews::dismiss(&tx, id, unix_ms_now(), delivers)?.0,
+            "dismissed: its block is lifted and its order decided again",
+        ),
+    };
+    tx.commit()?;
+    match answer {
+        Answer::Done(_) => {
+            println!("fraud review {id} {what}");
+            Ok(())
+        }
+        Answer::NotFound => bail!("no fraud review {id}"),
+        Answer::AlreadyDecided(state) => bail!("fraud review {id} is {state} already"),
     }
 }
 

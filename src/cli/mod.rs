@@ -70,6 +70,9 @@ enum Command {
     /// Read events; deliver one again.
     #[command(subcommand)]
     Events(inspect::Events),
+    /// Fraud alerts held for a person: list, confirm (cancel or refund), dismiss.
+    #[command(subcommand)]
+    Fraud(inspect::Fraud),
     /// Run the local emulator of the notification service.
     Sandbox(sandbox::SandboxArgs),
     /// The integrator configuration (device events by e-mail).
@@ -162,6 +165,10 @@ pub fn main() -> ExitCode {
         Command::Events(cmd) => load(&config).and_then(|c| {
             let delivers = c.fulfillment.as_ref().is_some_and(|f| f.url.is_some());
             Ok(inspect::events(&c.storage.path, cmd, delivers)?)
+        }),
+        Command::Fraud(cmd) => load(&config).and_then(|c| {
+            let delivers = c.fulfillment.as_ref().is_some_and(|f| f.url.is_some());
+            Ok(inspect::fraud(&c.storage.path, cmd, delivers)?)
         }),
         Command::Integrator(cmd) => client::integrator(cmd).map_err(Failure::Runtime),
         Command::Payments(cmd) => client::payments(cmd).map_err(Failure::Runtime),

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use crate::domain::UnauthenticatedAlerts;
+
 pub use secret::Secret;
 
 /// Everything wrong with a configuration, as one line naming the key.
@@ -116,6 +118,21 @@ pub struct AccountConfig {
     pub webhook_secret: Option<Secret>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook_secret_file: Option<PathBuf>,
+    /// Several secrets (rotation; test and production): any one verifies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub webhook_secrets: Vec<Secret>,
+    /// How far a signature's `ts` may be from now; 0 leaves it unchecked
+    /// (the SDKs' default: retries may carry the first signature).
+    #[serde(default)]
+    pub signature_tolerance_secs: u64,
+    /// With secrets, refuse unsigned webhook forms (default true where a
+    /// secret is set); false accepts them and records them as unsigned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_signature: Option<bool>,
+    /// Without secrets: `act` on verified fraud alerts (block, cancel or
+    /// refund) or `hold` them for a person.
+    #[serde(default)]
+    pub fraud_unauthenticated: UnauthenticatedAlerts,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -227,7 +244,24 @@ mod defaults {
 pub struct Account {
     pub name: String,
     pub access_token: Secret,
-    pub webhook_secret: Option<Secret>,
+    /// Empty: webhooks are not verified.
+    pub webhook_secrets: Vec<Secret>,
+    /// `None`: the signature's timestamp is not checked.
+    pub signature_tolerance: Option<std::time::Duration>,
+    pub require_signature: bool,
+    pub fraud_unauthenticated: UnauthenticatedAlerts,
+}
+
+impl Account {
+    /// What the fraud policy sees of the account: with secrets, an alert
+    /// that is not authenticated never moves money on its own.
+    pub fn unauthenticated_alerts(&self) -> UnauthenticatedAlerts {
+        if self.webhook_secrets.is_empty() {
+            self.fraud_unauthenticated
+        } else {
+            UnauthenticatedAlerts::Hold
+        }
+    }
 }
 
 impl Config {
@@ -307,10 +341,10 @@ impl Config {
             ("api.payment_cancel_path", &self.api.payment_cancel_path),
             ("api.payment_refund_path", &self.api.payment_refund_path),
         ] {
-            if !path.starts_with('/') || !path.contains("{id}") {
+            if !path.starts_with('/') || !path.split('/').any(|s| s == "{id}") {
                 return Err(ConfigError::new(
                     key,
-                    "must start with '/' and contain {id}",
+                    "must start with '/' and have {id} as one whole segment",
                 ));
             }
         }
@@ -380,15 +414,37 @@ impl Config {
                 .ok_or_else(|| {
                     ConfigError::new(key("access_token"), "required (or access_token_file)")
                 })?;
-                let webhook_secret = pick_secret(
+                let mut webhook_secrets: Vec<Secret> = pick_secret(
                     &key("webhook_secret"),
                     a.webhook_secret.as_ref(),
                     a.webhook_secret_file.as_deref(),
-                )?;
+                )?
+                .into_iter()
+                .collect();
+                for (j, s) in a.webhook_secrets.iter().enumerate() {
+                    if s.is_empty() {
+                        return Err(ConfigError::new(
+                            key(&format!("webhook_secrets[{j}]")),
+                            "must not be empty",
+                        ));
+                    }
+                    webhook_secrets.push(s.clone());
+                }
+                let require_signature = a.require_signature.unwrap_or(!webhook_secrets.is_empty());
+                if require_signature && webhook_secrets.is_empty() {
+                    return Err(ConfigError::new(
+                        key("require_signature"),
+                        "true needs webhook_secret or webhook_secrets",
+                    ));
+                }
                 Ok(Account {
                     name: a.name.clone(),
                     access_token,
-                    webhook_secret,
+                    signature_tolerance: (a.signature_tolerance_secs > 0)
+                        .then(|| std::time::Duration::from_secs(a.signature_tolerance_secs)),
+                    require_signature,
+                    fraud_unauthenticated: a.fraud_unauthenticated,
+                    webhook_secrets,
                 })
             })
             .collect()

@@ -186,11 +186,19 @@ impl Runner {
         }
         for e in &s.expect {
             let e = Expect {
+                // Events carry ids and amounts as strings: an id taken from
+                // an earlier answer (a number there) is compared as text.
                 matching: e.matching.as_ref().map(|m| {
                     interpolate(&Value::Object(m.clone()), &saved)
                         .as_object()
                         .cloned()
                         .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| match v {
+                            Value::Number(n) => (k, Value::String(n.to_string())),
+                            v => (k, v),
+                        })
+                        .collect()
                 }),
                 ..e.clone()
             };

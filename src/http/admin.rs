@@ -10,6 +10,8 @@
 //! - `GET  /api/orders/{id}?account=`
 //! - `GET  /api/events?type=&state=&limit=`
 //! - `GET  /api/events/{id}`, `POST /api/events/{id}/redeliver`
+//! - `GET  /api/fraud-reviews?state=held|confirmed|dismissed|all` (held by default)
+//! - `POST /api/fraud-reviews/{id}/confirm`, `POST /api/fraud-reviews/{id}/dismiss`
 //! - `GET  /metrics` (Prometheus text)
 //! - `GET  /` the status page; `POST /jobs/{id}/retry` its retry button
 
@@ -218,6 +220,42 @@ impl Admin {
                 )
             }
             (&Method::POST, ["api", "events", id, "redeliver"]) => self.redeliver(id).await,
+            (&Method::GET, ["api", "fraud-reviews"]) => {
+                let state = match query.get("state").unwrap_or("held") {
+                    "all" => None,
+                    s => Some(crate::domain::Review::parse(s).ok_or_else(|| {
+                        bad_request(&format!(
+                            "state must be held, confirmed, dismissed or all, not {s:?}"
+                        ))
+                    })?),
+                };
+                let limit = limit(&query)?;
+                json(self.store.reviews(state, limit).await)
+            }
+            (&Method::POST, ["api", "fraud-reviews", id, verb @ ("confirm" | "dismiss")]) => {
+                let id = parse_id(id)?;
+                let now = self.now();
+                let answer = if *verb == "confirm" {
+                    self.store.confirm_review(id, now).await
+                } else {
+                    self.store
+                        .dismiss_review(id, now, self.delivers_events)
+                        .await
+                };
+                match answer.map_err(storage_error)? {
+                    store::Answer::Done(review) => json(Ok(review)),
+                    store::Answer::NotFound => Err(response::error(
+                        StatusCode::NOT_FOUND,
+                        "not_found",
+                        &format!("no fraud review {id}"),
+                    )),
+                    store::Answer::AlreadyDecided(state) => Err(response::error(
+                        StatusCode::CONFLICT,
+                        "already_decided",
+                        &format!("fraud review {id} is {state} already"),
+                    )),
+                }
+            }
             (m, _) => Err(response::not_found(m, req.uri().path())),
         }
     }

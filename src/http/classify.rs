@@ -3,13 +3,21 @@
 //! I/O, no clock, so every shape the platform sends is unit-tested here.
 //!
 //! Tolerant by design (DESIGN section 2): ids come as numbers or strings,
-//! unknown fields are ignored, an IPN body is never validated, and a
-//! well-formed notification of a topic we do not handle is `work: None`
-//! (stored and answered 200, so that the platform stops sending it).
+//! numbers may have leading zeros, unknown fields are ignored, an IPN body
+//! is never validated, and a well-formed notification of a topic nothing
+//! acts on is `work: None` (stored and answered 200, so that the platform
+//! stops sending it). What is refused (400) is what names a resource we act
+//! on with an id that is not an id of that kind, and bytes that are no
+//! notification at all.
 
 use serde_json::Value;
 
-use crate::domain::{IdError, IntentState, JobKind, Kind, ResourceId, Work};
+use super::lenient_json;
+use crate::domain::ids::loose_text;
+use crate::domain::work::DESCRIPTION_MAX;
+use crate::domain::{
+    FraudAlert, Id, IdError, IdKind, IntentId, Kind, MerchantOrderId, PaymentId, ResourceId, Work,
+};
 
 /// The query parameters of a request, in order, percent-decoded.
 #[derive(Debug, Default)]
@@ -31,6 +39,14 @@ impl Query {
             .find(|(k, v)| k == name && !v.is_empty())
             .map(|(_, v)| v.as_str())
     }
+
+    /// The account a request names: `customer`, or `cliente` and `client`
+    /// (the names the platform's docs use).
+    pub fn account(&self) -> Option<&str> {
+        ["customer", "cliente", "client"]
+            .into_iter()
+            .find_map(|name| self.get(name))
+    }
 }
 
 /// A request that is a notification we can store.
@@ -39,16 +55,31 @@ pub struct Classified {
     pub kind: Kind,
     /// The topic (IPN), type (webhook) or `payment_intent`, as received.
     pub topic: String,
-    pub resource_id: ResourceId,
-    /// The webhook body's own `id`, when it has one.
+    /// What the notification names, if anything.
+    pub resource_id: Option<ResourceId>,
+    /// The webhook body's own `id` (or `_id`), when it has one.
     pub notification_id: Option<String>,
-    /// `None`: a topic we do not handle; recorded and answered 200.
+    /// `None`: a topic nothing acts on; recorded and answered 200.
     pub work: Option<Work>,
 }
 
 impl Classified {
     pub fn is_fraud_alert(&self) -> bool {
-        matches!(self.work, Some(Work::FraudAlert { .. }))
+        matches!(self.work, Some(Work::FraudAlert(_)))
+    }
+
+    /// Marks a fraud alert authenticated when a valid signature was made
+    /// over `signed_id` (the query's `data.id`) and that id is the alert's
+    /// payment or merchant order: a signature binds the id, not the body.
+    pub fn authenticate(&mut self, signed_id: &str) {
+        if let Some(Work::FraudAlert(a)) = &mut self.work {
+            let payment = a.payment.as_ref().is_some_and(|p| p.as_str() == signed_id);
+            let order = a
+                .merchant_order
+                .as_ref()
+                .is_some_and(|o| o.as_str() == signed_id);
+            a.authenticated = payment || order;
+        }
     }
 }
 
@@ -59,13 +90,18 @@ pub enum ClassifyError {
     MalformedJson(String),
     #[error("missing {0}")]
     Missing(&'static str),
-    #[error("{field} {error}")]
-    InvalidId { field: &'static str, error: IdError },
+    #[error("{field}: {kind} {error}")]
+    InvalidId {
+        field: &'static str,
+        kind: &'static str,
+        error: IdError,
+    },
     #[error("{field} must be a string or a number")]
     IdType { field: &'static str },
     #[error(
         "unrecognised notification: expected ?topic=&id= (IPN), ?type=&data.id= or a body \
-         with type and data.id (webhook), or a body with id and state (payment intent)"
+         with type (webhook), a body with topic and resource, or a body with id and state \
+         (payment intent)"
     )]
     Unrecognised,
 }
@@ -87,165 +123,196 @@ pub const INTENT_TOPIC: &str = "payment_intent";
 
 pub fn classify(query: &Query, body: &[u8]) -> Result<Classified, ClassifyError> {
     if let Some(topic) = query.get("topic") {
-        return classify_ipn(topic, query, body);
+        return ipn(topic, query.get("id"), body);
     }
-    let json = parse_body(body)?;
-    if query.get("type").is_some() || query.get("data.id").is_some() {
-        return classify_webhook(query, json.as_ref());
+    let json = parse_body(body);
+    if let Some(topic) = query.get("type") {
+        // The query names the notification: the body is only recorded.
+        return webhook(topic, query.get("data.id"), json.ok().flatten().as_ref());
     }
-    match &json {
-        Some(v) if v.get("type").is_some() && v.get("data").is_some() => {
-            classify_webhook(query, json.as_ref())
-        }
-        Some(v) if v.get("state").is_some() && v.get("id").is_some() => classify_intent(v),
-        Some(_) => Err(ClassifyError::Unrecognised),
-        None => Err(ClassifyError::Unrecognised),
+    let json = json?;
+    let body_type = json
+        .as_ref()
+        .and_then(|v| v.get("type"))
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty());
+    if let Some(topic) = body_type {
+        return webhook(topic, query.get("data.id"), json.as_ref());
     }
+    if query.get("data.id").is_some() {
+        return Err(ClassifyError::Missing("type"));
+    }
+    let Some(v) = &json else {
+        return Err(ClassifyError::Unrecognised);
+    };
+    if let Some(topic) = v
+        .get("topic")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        && v.get("resource").is_some()
+    {
+        return ipn(topic, None, body);
+    }
+    if v.get("state").is_some() && v.get("id").is_some() {
+        return intent_body(v);
+    }
+    Err(ClassifyError::Unrecognised)
 }
 
-fn classify_ipn(topic: &str, query: &Query, body: &[u8]) -> Result<Classified, ClassifyError> {
-    if topic == "delivery_cancellation" {
+/// `?topic=…&id=…`; the query wins, a body naming the resource is only a
+/// fallback, and the body is never validated.
+fn ipn(topic: &str, query_id: Option<&str>, body: &[u8]) -> Result<Classified, ClassifyError> {
+    let json = parse_body(body).ok().flatten();
+    let id_text = query_id
+        .map(str::to_string)
+        .or_else(|| body_resource(json.as_ref()));
+    let resource_id = id_text.as_deref().and_then(|t| ResourceId::parse(t).ok());
+    let field = if query_id.is_some() { "id" } else { "resource" };
+    let required = |kind| id_text.as_deref().ok_or(ClassifyError::Missing(kind));
+    let work = match topic {
+        "payment" => Some(Work::Payment {
+            id: id(field, required("query parameter id")?)?,
+        }),
+        "merchant_order" | "merchant_orders" => Some(Work::MerchantOrder {
+            id: id(field, required("query parameter id")?)?,
+        }),
+        "chargebacks" => Some(Work::Chargeback {
+            id: id(field, required("query parameter id")?)?,
+        }),
+        "point_integration_ipn" => Some(Work::PaymentIntent {
+            id: id(field, required("query parameter id")?)?,
+        }),
         // The query id is not relied on: the body names order and payment.
-        let json = parse_body(body)?;
-        let (merchant_order, payment) = fraud_fields(json.as_ref())?;
-        let payment =
-            payment.ok_or(ClassifyError::Missing("payment_id in the fraud alert body"))?;
-        let resource_id = match query.get("id") {
-            Some(id) => parse_id("id", id)?,
-            None => payment.clone(),
-        };
-        return Ok(Classified {
-            kind: Kind::Ipn,
-            topic: topic.to_string(),
-            resource_id,
-            notification_id: None,
-            work: Some(Work::FraudAlert {
-                merchant_order,
-                payment,
-            }),
-        });
-    }
-    // The query wins; a body naming the resource is only a fallback.
-    let id = match query.get("id") {
-        Some(id) => parse_id("id", id)?,
-        None => ipn_body_resource(body).ok_or(ClassifyError::Missing("query parameter id"))?,
-    };
-    let kind = match topic {
-        "payment" => Some(JobKind::Payment),
-        "merchant_order" | "merchant_orders" => Some(JobKind::MerchantOrder),
-        "chargebacks" => Some(JobKind::Chargeback),
-        "point_integration_ipn" => Some(JobKind::PaymentIntent),
+        "delivery_cancellation" => Some(fraud_alert(json.as_ref(), resource_id.clone())?),
         _ => None,
     };
     Ok(Classified {
         kind: Kind::Ipn,
         topic: topic.to_string(),
-        work: kind.map(|kind| Work::Fetch {
-            kind,
-            id: id.clone(),
-        }),
-        resource_id: id,
+        resource_id,
         notification_id: None,
+        work,
     })
 }
 
-fn classify_webhook(query: &Query, json: Option<&Value>) -> Result<Classified, ClassifyError> {
-    let topic = match query.get("type") {
-        Some(t) => t.to_string(),
-        None => json
-            .and_then(|v| v.get("type"))
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-            .ok_or(ClassifyError::Missing("type"))?
-            .to_string(),
+/// `?type=…&data.id=…` and/or a `{"type","data":{"id"}}` body. A type
+/// nothing acts on needs no `data.id`.
+fn webhook(
+    topic: &str,
+    query_id: Option<&str>,
+    json: Option<&Value>,
+) -> Result<Classified, ClassifyError> {
+    let body_field = |pointer: &str| {
+        json.and_then(|v| v.pointer(pointer))
+            .filter(|v| !v.is_null())
     };
-    let data_id = match query.get("data.id") {
-        Some(id) => Some(parse_id("data.id", id)?),
-        None => loose_id(json.and_then(|v| v.pointer("/data/id")), "data.id")?,
+    let (data_id, field) = match (query_id, body_field("/data/id")) {
+        (Some(id), _) => (Some(id.to_string()), "data.id"),
+        (None, Some(v)) => (
+            Some(loose_text(v).ok_or(ClassifyError::IdType { field: "data.id" })?),
+            "data.id",
+        ),
+        // Bodies seen without data.id name the resource in their own `id`:
+        // merchant orders (as integrators log them) and intent bodies.
+        (None, None)
+            if topic == "topic_merchant_order_wh"
+                || (topic == "point_integration_wh" && body_field("/state").is_some()) =>
+        {
+            (body_field("/id").and_then(loose_text), "id")
+        }
+        (None, None) => (None, "data.id"),
     };
-    let notification_id = json
-        .and_then(|v| v.get("id"))
-        .and_then(loose_string)
-        .filter(|s| !s.is_empty());
-
-    if topic == "stop_delivery_op_wh" {
-        let (merchant_order, payment) = fraud_fields(json)?;
-        let payment = payment
-            .or_else(|| data_id.clone())
-            .ok_or(ClassifyError::Missing("payment_id in the fraud alert body"))?;
-        return Ok(Classified {
-            kind: Kind::Webhook,
-            topic,
-            resource_id: data_id.unwrap_or_else(|| payment.clone()),
-            notification_id,
-            work: Some(Work::FraudAlert {
-                merchant_order,
-                payment,
-            }),
-        });
-    }
-
-    let id = data_id.ok_or(ClassifyError::Missing("data.id"))?;
-    let kind = match topic.as_str() {
-        "payment" => Some(JobKind::Payment),
-        "topic_merchant_order_wh" => Some(JobKind::MerchantOrder),
-        "topic_chargebacks_wh" => Some(JobKind::Chargeback),
-        "point_integration_wh" => Some(JobKind::PaymentIntent),
+    let resource_id = data_id.as_deref().and_then(|t| ResourceId::parse(t).ok());
+    let required = || data_id.as_deref().ok_or(ClassifyError::Missing("data.id"));
+    let work = match topic {
+        "payment" => Some(Work::Payment {
+            id: id(field, required()?)?,
+        }),
+        "topic_merchant_order_wh" => Some(Work::MerchantOrder {
+            id: id(field, required()?)?,
+        }),
+        "topic_chargebacks_wh" => Some(Work::Chargeback {
+            id: id(field, required()?)?,
+        }),
+        "point_integration_wh" => Some(Work::PaymentIntent {
+            id: id(field, required()?)?,
+        }),
+        "stop_delivery_op_wh" => Some(fraud_alert(json, resource_id.clone())?),
         _ => None,
     };
+    let notification_id = json
+        .and_then(|v| v.get("id").or_else(|| v.get("_id")))
+        .and_then(loose_text)
+        .filter(|s| !s.is_empty());
     Ok(Classified {
         kind: Kind::Webhook,
-        topic,
-        work: kind.map(|kind| Work::Fetch {
-            kind,
-            id: id.clone(),
-        }),
-        resource_id: id,
+        topic: topic.to_string(),
+        resource_id,
         notification_id,
+        work,
     })
 }
 
-fn classify_intent(body: &Value) -> Result<Classified, ClassifyError> {
-    let intent = loose_id(body.get("id"), "id")?.ok_or(ClassifyError::Missing("id"))?;
-    let state = body
-        .get("state")
-        .and_then(Value::as_str)
-        .ok_or(ClassifyError::Missing("state (a string)"))?;
+/// A payment-intent body: only a pointer to the intent, whatever state it
+/// claims.
+fn intent_body(body: &Value) -> Result<Classified, ClassifyError> {
+    let text = loose_text(&body["id"]).ok_or(ClassifyError::IdType { field: "id" })?;
+    let intent: IntentId = id("id", &text)?;
     Ok(Classified {
         kind: Kind::IntentWebhook,
         topic: INTENT_TOPIC.to_string(),
-        work: IntentState::parse(state).map(|state| Work::IntentBody {
-            intent: intent.clone(),
-            state,
-        }),
-        resource_id: intent,
+        resource_id: ResourceId::parse(intent.as_str()).ok(),
         notification_id: None,
+        work: Some(Work::PaymentIntent { id: intent }),
     })
 }
 
-/// `merchant_order` and `payment_id` of a fraud alert, at the top level or
-/// under `data`.
-fn fraud_fields(
-    json: Option<&Value>,
-) -> Result<(Option<ResourceId>, Option<ResourceId>), ClassifyError> {
+/// `merchant_order`, `payment_id` and `description` of a fraud alert, at the
+/// top level or under `data`. An alert naming neither is still work: the
+/// job resolves what it can from the notification's own id.
+fn fraud_alert(json: Option<&Value>, notified: Option<ResourceId>) -> Result<Work, ClassifyError> {
     let field = |name: &str| {
         json.and_then(|v| {
             v.get(name)
                 .or_else(|| v.get("data").and_then(|d| d.get(name)))
         })
+        .filter(|v| !v.is_null())
     };
-    Ok((
-        loose_id(field("merchant_order"), "merchant_order")?,
-        loose_id(field("payment_id"), "payment_id")?,
-    ))
+    let loose = |name: &'static str| {
+        field(name)
+            .map(|v| loose_text(v).ok_or(ClassifyError::IdType { field: name }))
+            .transpose()
+    };
+    let merchant_order: Option<MerchantOrderId> = loose("merchant_order")?
+        .map(|t| id("merchant_order", &t))
+        .transpose()?;
+    let payment: Option<PaymentId> = loose("payment_id")?
+        .map(|t| id("payment_id", &t))
+        .transpose()?;
+    let description = field("description")
+        .and_then(Value::as_str)
+        .map(|d| d.chars().take(DESCRIPTION_MAX).collect());
+    // A webhook's data.id is the payment when the body names none.
+    let payment = match (payment, &notified) {
+        (Some(p), _) => Some(p),
+        (None, Some(n)) if merchant_order.is_some() => n.cast().ok(),
+        (None, _) => None,
+    };
+    Ok(Work::FraudAlert(FraudAlert {
+        notified_id: notified.filter(|_| payment.is_none() && merchant_order.is_none()),
+        merchant_order,
+        payment,
+        description,
+        authenticated: false,
+    }))
 }
 
-/// The id in an IPN body's `resource`: a bare id or the last segment of a URL.
-fn ipn_body_resource(body: &[u8]) -> Option<ResourceId> {
-    let json: Value = serde_json::from_slice(body).ok()?;
-    let resource = json.get("resource")?.as_str()?;
-    let last = resource.trim_end_matches('/').rsplit('/').next()?;
-    ResourceId::parse(last).ok()
+/// The id in a body's `resource`: a bare id or the last segment of a URL.
+fn body_resource(json: Option<&Value>) -> Option<String> {
+    let resource = json?.get("resource")?;
+    let text = loose_text(resource)?;
+    let last = text.trim_end_matches('/').rsplit('/').next()?;
+    (!last.is_empty()).then(|| last.to_string())
 }
 
 /// An empty body is no body, whatever the content-type says.
@@ -253,32 +320,17 @@ fn parse_body(body: &[u8]) -> Result<Option<Value>, ClassifyError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    serde_json::from_slice(body)
+    lenient_json::parse(body)
         .map(Some)
         .map_err(|e| ClassifyError::MalformedJson(e.to_string()))
 }
 
-fn parse_id(field: &'static str, s: &str) -> Result<ResourceId, ClassifyError> {
-    ResourceId::parse(s).map_err(|error| ClassifyError::InvalidId { field, error })
-}
-
-/// An id sent as a string or a number; `null` counts as absent.
-fn loose_id(v: Option<&Value>, field: &'static str) -> Result<Option<ResourceId>, ClassifyError> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => {
-            let s = loose_string(v).ok_or(ClassifyError::IdType { field })?;
-            parse_id(field, &s).map(Some)
-        }
-    }
-}
-
-fn loose_string(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
+fn id<K: IdKind>(field: &'static str, s: &str) -> Result<Id<K>, ClassifyError> {
+    Id::parse(s).map_err(|error| ClassifyError::InvalidId {
+        field,
+        kind: K::NAME,
+        error,
+    })
 }
 
 #[cfg(test)]

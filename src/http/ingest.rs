@@ -25,6 +25,7 @@ const KEPT_HEADERS: &[&str] = &[
     "user-agent",
     "x-request-id",
     "x-signature",
+    "x-retry",
     "x-forwarded-for",
 ];
 
@@ -34,7 +35,6 @@ pub struct Ingest {
     pub accounts: Accounts,
     pub max_body_bytes: usize,
     pub read_timeout: Duration,
-    pub signature_tolerance: Duration,
     pub clock: Arc<dyn Clock>,
     pub metrics: crate::metrics::SharedMetrics,
 }
@@ -54,7 +54,7 @@ impl Accounts {
         Accounts { list, default }
     }
 
-    /// The account a request without `customer` gets, if any.
+    /// The account a request that names none gets, if any.
     pub fn default_name(&self) -> Option<String> {
         self.default.map(|i| self.list[i].name.clone())
     }
@@ -65,11 +65,13 @@ impl Accounts {
                 .list
                 .iter()
                 .find(|a| a.name == name)
-                .ok_or_else(|| format!("no account named {name:?} (query parameter customer)")),
-            None => self
-                .default
-                .map(|i| &self.list[i])
-                .ok_or_else(|| "no customer given and no account named \"default\"".to_string()),
+                .ok_or_else(|| {
+                    format!("no account named {name:?} (query parameter customer, cliente or client)")
+                }),
+            None => self.default.map(|i| &self.list[i]).ok_or_else(|| {
+                "no account named in the query (customer, cliente or client) and no account named \"default\""
+                    .to_string()
+            }),
         }
     }
 }
@@ -128,16 +130,21 @@ impl Ingest {
         let query = Query::parse(&raw_query);
         let account = self
             .accounts
-            .select(query.get("customer"))
+            .select(query.account())
             .map_err(|m| Refusal::new(StatusCode::NOT_FOUND, "unknown_account", m))?;
 
         let (parts, body) = req.into_parts();
         let body = self.read_body(&parts.headers, body).await?;
-        let classified = classify(&query, &body)?;
-        let signature =
-            self.check_signature(account, &classified, &query, &parts.headers, received_at)?;
+        let mut classified = classify(&query, &body)?;
+        let signature = self.check_signature(
+            account,
+            &mut classified,
+            &query,
+            &parts.headers,
+            received_at,
+        )?;
 
-        let resource_id = classified.resource_id.as_str();
+        let resource_id = classified.resource_id.as_ref().map_or("", |r| r.as_str());
         let delivery = NewDelivery {
             received_at: store::unix_ms(received_at),
             account: account.name.clone(),
@@ -161,8 +168,9 @@ impl Ingest {
             job: classified.work.as_ref().map(|w| NewJob {
                 key: w.job_key(),
                 kind: w.job_kind(),
-                resource_id: w.resource_id().to_string(),
-                uses_body: w.uses_body(),
+                resource_id: w.resource_id(),
+                work: w.to_json(),
+                rank: w.rank(),
             }),
         };
 
@@ -178,7 +186,7 @@ impl Ingest {
             account = %account.name,
             kind = classified.kind.as_str(),
             topic = %classified.topic,
-            resource_id = %classified.resource_id,
+            resource_id = resource_id,
             duplicate = ingested.duplicate,
             ignored,
             "delivery stored"
@@ -239,41 +247,61 @@ impl Ingest {
         }
     }
 
-    /// Webhooks to an account with a `webhook_secret` must be signed; a fraud
-    /// alert that fails is kept as unverified rather than refused, because
-    /// the platform never sends it again.
+    /// Webhooks to an account with secrets must be signed (unless it says
+    /// `require_signature = false`). A fraud alert that fails is kept as
+    /// unverified rather than refused, because the platform never sends it
+    /// again; a payment-intent body is only a pointer, so it is kept too.
+    /// A valid signature authenticates a fraud alert only when it binds the
+    /// alert's resource (`data.id`).
     fn check_signature(
         &self,
         account: &Account,
-        classified: &Classified,
+        classified: &mut Classified,
         query: &Query,
         headers: &HeaderMap,
         now: std::time::SystemTime,
     ) -> Result<SignatureStatus, Refusal> {
-        let Some(secret) = &account.webhook_secret else {
-            return Ok(SignatureStatus::NotChecked);
-        };
-        if classified.kind == Kind::Ipn {
+        if account.webhook_secrets.is_empty() || classified.kind == Kind::Ipn {
             return Ok(SignatureStatus::NotChecked);
         }
-        let parts = SignedParts {
-            data_id: query.get("data.id"),
-            request_id: headers.get("x-request-id").map(|v| v.as_bytes()),
-            signature: headers.get("x-signature").map(|v| v.as_bytes()),
-        };
-        match verify::verify(
-            secret.expose().as_bytes(),
-            parts,
-            now,
-            self.signature_tolerance,
-        ) {
-            Ok(form) => {
-                tracing::debug!(id_form = ?form, "signature verified");
-                Ok(SignatureStatus::Valid)
-            }
-            Err(e) if classified.is_fraud_alert() => {
+        let kept_anyway = classified.is_fraud_alert() || classified.kind == Kind::IntentWebhook;
+        let signature = headers
+            .get("x-signature")
+            .map(|v| v.as_bytes())
+            .filter(|v| !v.trim_ascii().is_empty());
+        if signature.is_none() && (!account.require_signature || kept_anyway) {
+            if classified.is_fraud_alert() && account.require_signature {
                 self.metrics.signature_failed();
-                tracing::warn!(error = %e, account = %account.name, "fraud alert with a bad signature: stored as unverified");
+                tracing::warn!(account = %account.name, "fraud alert without a signature: stored as unverified");
+                return Ok(SignatureStatus::Invalid);
+            }
+            return Ok(SignatureStatus::Unsigned);
+        }
+        let data_id = query.get("data.id");
+        let secrets: Vec<&[u8]> = account
+            .webhook_secrets
+            .iter()
+            .map(|s| s.expose().as_bytes())
+            .collect();
+        let parts = SignedParts {
+            data_id,
+            request_id: headers.get("x-request-id").map(|v| v.as_bytes()),
+            signature,
+        };
+        match verify::verify(&secrets, parts, now, account.signature_tolerance) {
+            Ok(v) => {
+                tracing::debug!(id_form = ?v.id_form, secret = v.secret, "signature verified");
+                match data_id {
+                    Some(id) => {
+                        classified.authenticate(id);
+                        Ok(SignatureStatus::Valid)
+                    }
+                    None => Ok(SignatureStatus::ValidUnbound),
+                }
+            }
+            Err(e) if kept_anyway => {
+                self.metrics.signature_failed();
+                tracing::warn!(error = %e, account = %account.name, topic = %classified.topic, "bad signature: stored as unverified");
                 Ok(SignatureStatus::Invalid)
             }
             Err(e) => {

@@ -7,6 +7,7 @@ pub mod admin;
 pub mod classify;
 mod health;
 pub mod ingest;
+mod lenient_json;
 pub(crate) mod response;
 mod status_page;
 pub mod verify;

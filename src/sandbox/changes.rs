@@ -114,13 +114,15 @@ pub(super) async fn save_payment(
 
 /// Paid amount and order status from the payments.
 pub(super) fn refresh_order(order: &mut Value) {
-    let paid: Money = order["payments"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["status"] == "approved")
-        .filter_map(|p| Money::parse(&p["transaction_amount"].to_string()))
-        .sum();
+    let paid = Money::checked_sum(
+        order["payments"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["status"] == "approved")
+            .filter_map(|p| Money::parse(&p["transaction_amount"].to_string())),
+    )
+    .unwrap_or(Money::ZERO);
     let total = Money::parse(&order["total_amount"].to_string()).unwrap_or(Money::ZERO);
     order["paid_amount"] = amount_json(paid);
     order["order_status"] = json!(if paid >= total {

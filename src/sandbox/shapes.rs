@@ -221,7 +221,15 @@ mod tests {
             signature: Some(signature.as_bytes()),
         };
         let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1000);
-        assert!(verify::verify(b"s", parts, now, verify::DEFAULT_TOLERANCE).is_ok());
+        assert!(
+            verify::verify(
+                &[b"s"],
+                parts,
+                now,
+                Some(std::time::Duration::from_secs(300))
+            )
+            .is_ok()
+        );
         assert!(w.url.ends_with("?data.id=42&type=payment"));
     }
 }

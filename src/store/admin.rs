@@ -135,44 +135,12 @@ fn ts(ms: Option<i64>) -> Option<String> {
     ms.map(rfc3339)
 }
 
-fn kind_name(k: Kind) -> &'static str {
-    k.as_str()
-}
-
-fn signature_name(s: SignatureStatus) -> &'static str {
-    match s {
-        SignatureStatus::NotChecked => "not_checked",
-        SignatureStatus::Valid => "valid",
-        SignatureStatus::Invalid => "invalid",
-    }
-}
-
-fn parse_kind(s: &str) -> Option<Kind> {
-    [Kind::Ipn, Kind::Webhook, Kind::IntentWebhook]
-        .into_iter()
-        .find(|k| k.as_str() == s)
-}
-
 pub fn parse_job_state(s: &str) -> Option<JobState> {
-    [
-        JobState::Pending,
-        JobState::Running,
-        JobState::Done,
-        JobState::Dead,
-    ]
-    .into_iter()
-    .find(|k| k.as_str() == s)
+    JobState::parse(s)
 }
 
 pub fn parse_event_state(s: &str) -> Option<EventState> {
-    [
-        EventState::Pending,
-        EventState::Delivered,
-        EventState::Dead,
-        EventState::Stored,
-    ]
-    .into_iter()
-    .find(|k| k.as_str() == s)
+    EventState::parse(s)
 }
 
 const DELIVERY_COLUMNS: &str =
@@ -183,11 +151,11 @@ fn delivery_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliverySummary> 
         id: r.get(0)?,
         received_at: rfc3339(r.get(1)?),
         account: r.get(2)?,
-        kind: kind_name(r.get(3)?),
+        kind: r.get::<_, Kind>(3)?.as_str(),
         topic: r.get(4)?,
         resource_id: r.get(5)?,
         duplicate_of: r.get(6)?,
-        signature: signature_name(r.get(7)?),
+        signature: r.get::<_, SignatureStatus>(7)?.as_str(),
         job_key: r.get(8)?,
     })
 }
@@ -199,7 +167,7 @@ pub fn list_deliveries(
 ) -> rusqlite::Result<Vec<DeliverySummary>> {
     let kind = match f.kind.as_deref() {
         None => None,
-        Some(k) => match parse_kind(k) {
+        Some(k) => match Kind::parse(k) {
             Some(k) => Some(k as i16),
             None => return Ok(Vec::new()),
         },

@@ -11,56 +11,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
 use super::jobs::LeasedJob;
-use crate::domain::EventState;
-
-/// What a job decided.
-#[derive(Debug, Clone, Default)]
-pub struct Effects {
-    pub decisions: Vec<Decision>,
-    /// The latest amounts seen for merchant orders.
-    pub orders: Vec<OrderSeen>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Decision {
-    /// What it is about: `merchant_order:123`, `payment_intent:…`.
-    pub subject: String,
-    /// What was decided; includes the state seen when the same subject can
-    /// legitimately be decided again (a chargeback's new status).
-    pub key: String,
-    pub event_type: String,
-    /// The event's `data`.
-    pub data: serde_json::Value,
-    /// Every guard must hold, or the decision is skipped (and can be taken
-    /// later, when it does).
-    pub guards: Vec<Guard>,
-    /// State recorded when the decision is taken.
-    pub marks: Vec<Mark>,
-    /// A final state: a later, different outcome for the same subject is a
-    /// conflict, recorded without an event.
-    pub final_outcome: bool,
-}
-
-#[derive(Debug, Clone)]
-pub enum Guard {
-    OrderReleased(String),
-    OrderNotReleased(String),
-    OrderNotBlocked(String),
-}
-
-#[derive(Debug, Clone)]
-pub enum Mark {
-    OrderReleased(String),
-    OrderBlocked(String),
-    OrderAtRisk(String),
-}
-
-#[derive(Debug, Clone)]
-pub struct OrderSeen {
-    pub order_id: String,
-    pub total_amount: String,
-    pub paid_amount: String,
-}
+use crate::domain::{Decision, Effects, EventState, Guard, HeldAlert, Mark, Review, Slot};
+use crate::rules::{self, Finality};
 
 /// The stable id of the event for a decision.
 pub fn event_id(account: &str, subject: &str, key: &str) -> String {
@@ -91,7 +43,7 @@ pub(super) fn apply(
         )?
         .execute(params![
             account,
-            o.order_id,
+            o.order_id.as_str(),
             o.total_amount,
             o.paid_amount,
             now
@@ -99,67 +51,91 @@ pub(super) fn apply(
     }
     let mut emitted = Vec::new();
     for d in &effects.decisions {
-        if !guards_hold(conn, account, &d.guards)? {
-            tracing::debug!(job_id = job.id, subject = %d.subject, key = %d.key, "decision skipped: a guard does not hold");
-            continue;
+        if let Some(id) = decide(conn, account, Some(job.id), d, now, deliver)? {
+            emitted.push(id);
         }
-        if d.final_outcome
-            && let Some(recorded) = recorded_final(conn, account, &d.subject)?
-            && recorded != d.event_type
-        {
-            tracing::warn!(
-                job_id = job.id, subject = %d.subject, recorded = %recorded, new = %d.event_type,
-                "conflicting final state: recorded, nothing changed"
-            );
-            insert_decision(
-                conn,
-                account,
-                &d.subject,
-                &format!("conflict:{}", d.event_type),
-                &d.event_type,
-                None,
-                job.id,
-                now,
-            )?;
-            continue;
-        }
-        let id = event_id(account, &d.subject, &d.key);
-        if !insert_decision(
-            conn,
-            account,
-            &d.subject,
-            &d.key,
-            &d.event_type,
-            Some(&id),
-            job.id,
-            now,
-        )? {
-            continue;
-        }
-        for m in &d.marks {
-            mark(conn, account, m, now)?;
-        }
-        let body = serde_json::json!({
-            "id": id,
-            "type": d.event_type,
-            "created_at": rfc3339(now),
-            "account": account,
-            "data": d.data,
-        });
-        let state = if deliver {
-            EventState::Pending
-        } else {
-            EventState::Stored
-        };
-        conn.prepare_cached(
-            "INSERT INTO events (id, account, type, subject, body, job_id, created_at, state, next_attempt_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7)",
-        )?
-        .execute(params![id, account, d.event_type, d.subject, body.to_string(), job.id, now, state])?;
-        tracing::info!(job_id = job.id, event_id = %id, event_type = %d.event_type, subject = %d.subject, "decided");
-        emitted.push(id);
     }
     Ok(emitted)
+}
+
+/// Records one decision and queues its event, unless a guard fails, it was
+/// recorded already, or it contradicts its subject's final outcome.
+pub(super) fn decide(
+    conn: &Connection,
+    account: &str,
+    job_id: Option<i64>,
+    d: &Decision,
+    now: i64,
+    deliver: bool,
+) -> rusqlite::Result<Option<String>> {
+    let event_type = d.event.as_str();
+    if !guards_hold(conn, account, &d.guards)? {
+        tracing::debug!(job_id, subject = %d.subject, key = %d.key, "decision skipped: a guard does not hold");
+        return Ok(None);
+    }
+    if d.slot == Slot::Final {
+        let recorded = recorded_final(conn, account, &d.subject)?;
+        match rules::finality(recorded.as_deref(), event_type) {
+            Finality::New => {}
+            Finality::Same => return Ok(None),
+            Finality::Conflict => {
+                tracing::warn!(
+                    job_id, subject = %d.subject, recorded = ?recorded, new = %event_type,
+                    "conflicting final state: recorded, nothing changed"
+                );
+                insert_decision(
+                    conn,
+                    account,
+                    &d.subject,
+                    &format!("conflict:{event_type}"),
+                    event_type,
+                    None,
+                    job_id,
+                    now,
+                )?;
+                return Ok(None);
+            }
+        }
+    }
+    let key = match d.slot {
+        Slot::Final => "final",
+        Slot::Once => d.key.as_str(),
+    };
+    let id = event_id(account, &d.subject, key);
+    if !insert_decision(
+        conn,
+        account,
+        &d.subject,
+        key,
+        event_type,
+        Some(&id),
+        job_id,
+        now,
+    )? {
+        return Ok(None);
+    }
+    for m in &d.marks {
+        mark(conn, account, m, now)?;
+    }
+    let body = serde_json::json!({
+        "id": id,
+        "type": event_type,
+        "created_at": rfc3339(now),
+        "account": account,
+        "data": d.data,
+    });
+    let state = if deliver {
+        EventState::Pending
+    } else {
+        EventState::Stored
+    };
+    conn.prepare_cached(
+        "INSERT INTO events (id, account, type, subject, body, job_id, created_at, state, next_attempt_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7)",
+    )?
+    .execute(params![id, account, event_type, d.subject, body.to_string(), job_id, now, state])?;
+    tracing::info!(job_id, event_id = %id, event_type, subject = %d.subject, "decided");
+    Ok(Some(id))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -170,7 +146,7 @@ fn insert_decision(
     key: &str,
     event_type: &str,
     event_id: Option<&str>,
-    job_id: i64,
+    job_id: Option<i64>,
     now: i64,
 ) -> rusqlite::Result<bool> {
     Ok(conn
@@ -207,7 +183,7 @@ fn guards_hold(conn: &Connection, account: &str, guards: &[Guard]) -> rusqlite::
             .prepare_cached(&format!(
                 "SELECT {column} IS NOT NULL FROM orders WHERE account = ?1 AND order_id = ?2"
             ))?
-            .query_row(params![account, order], |r| r.get(0))
+            .query_row(params![account, order.as_str()], |r| r.get(0))
             .optional()?
             .unwrap_or(false);
         if set != want_set {
@@ -220,15 +196,65 @@ fn guards_hold(conn: &Connection, account: &str, guards: &[Guard]) -> rusqlite::
 fn mark(conn: &Connection, account: &str, m: &Mark, now: i64) -> rusqlite::Result<()> {
     let (order, column) = match m {
         Mark::OrderReleased(o) => (o, "released_at"),
-        Mark::OrderBlocked(o) => (o, "blocked_at"),
         Mark::OrderAtRisk(o) => (o, "at_risk_at"),
+        Mark::OrderBlocked { order, alert } => {
+            conn.prepare_cached(
+                "INSERT INTO order_blocks (account, order_id, alert, blocked_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (account, order_id, alert) DO UPDATE SET lifted_at = NULL",
+            )?
+            .execute(params![account, order.as_str(), alert, now])?;
+            (order, "blocked_at")
+        }
+        Mark::HoldForReview(h) => return hold(conn, account, h, now),
     };
     conn.prepare_cached(&format!(
         "INSERT INTO orders (account, order_id, {column}, updated_at) VALUES (?1, ?2, ?3, ?3)
          ON CONFLICT (account, order_id) DO UPDATE SET
              {column} = coalesce({column}, excluded.{column}), updated_at = excluded.updated_at"
     ))?
-    .execute(params![account, order, now])?;
+    .execute(params![account, order.as_str(), now])?;
+    Ok(())
+}
+
+fn hold(conn: &Connection, account: &str, h: &HeldAlert, now: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO fraud_reviews (account, job_key, alert, merchant_order, payment, reason, state, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (account, job_key) DO NOTHING",
+    )?
+    .execute(params![
+        account,
+        h.job_key,
+        h.alert,
+        h.merchant_order.as_ref().map(|o| o.as_str()),
+        h.payment.as_ref().map(|p| p.as_str()),
+        h.reason,
+        Review::Held,
+        now
+    ])?;
+    Ok(())
+}
+
+/// Lifts one alert's block; the order is unblocked when none stands.
+pub(super) fn lift_block(
+    conn: &Connection,
+    account: &str,
+    order: &str,
+    alert: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE order_blocks SET lifted_at = ?4
+         WHERE account = ?1 AND order_id = ?2 AND alert = ?3 AND lifted_at IS NULL",
+        params![account, order, alert, now],
+    )?;
+    conn.execute(
+        "UPDATE orders SET blocked_at = NULL, updated_at = ?3
+         WHERE account = ?1 AND order_id = ?2 AND NOT EXISTS (
+             SELECT 1 FROM order_blocks b
+             WHERE b.account = ?1 AND b.order_id = ?2 AND b.lifted_at IS NULL)",
+        params![account, order, now],
+    )?;
     Ok(())
 }
 

@@ -22,6 +22,7 @@ pub struct NewDelivery {
     pub account: String,
     pub kind: Kind,
     pub topic: String,
+    /// Empty when the notification names nothing (a topic not acted on).
     pub resource_id: String,
     pub notification_id: Option<String>,
     pub source_news: Option<String>,
@@ -41,8 +42,10 @@ pub struct NewJob {
     pub key: String,
     pub kind: JobKind,
     pub resource_id: String,
-    /// The job decides from this delivery's body (fraud alert, intent body).
-    pub uses_body: bool,
+    /// `domain::Work` as JSON: what the job runs.
+    pub work: String,
+    /// `Work::rank`: coalescing keeps the work of the higher rank.
+    pub rank: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +120,13 @@ pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ing
 
     let job_id = match &d.job {
         None => None,
-        Some(job) => Some(upsert_job(conn, d, job, delivery_id)?),
+        Some(job) => Some(enqueue(
+            conn,
+            &d.account,
+            job,
+            Some(delivery_id),
+            d.received_at,
+        )?),
     };
     Ok(Ingested {
         delivery_id,
@@ -126,49 +135,55 @@ pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ing
     })
 }
 
-fn upsert_job(
+/// Creates the job for `job.key`, or coalesces into the one there is (see
+/// the module doc). The work kept is the one of the higher rank, the newer
+/// on a tie, and the job links to the delivery it came from.
+pub(super) fn enqueue(
     conn: &Connection,
-    d: &NewDelivery,
+    account: &str,
     job: &NewJob,
-    delivery_id: i64,
+    delivery_id: Option<i64>,
+    now: i64,
 ) -> rusqlite::Result<i64> {
-    let input = job.uses_body.then_some(delivery_id);
-    let verified = d.signature != SignatureStatus::Invalid;
     // In DO UPDATE every column names the row as it was before the update.
-    // The input delivery moves to the newest one, except that a delivery
-    // whose signature failed never displaces one that did not.
     conn.prepare_cached(
-        "INSERT INTO jobs (account, job_key, kind, resource_id, input_delivery_id, state,
-                           run_at, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?7)
+        "INSERT INTO jobs (account, job_key, kind, resource_id, input_delivery_id, work, work_rank,
+                           state, run_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9)
          ON CONFLICT (account, job_key) DO UPDATE SET
-             rerun = CASE WHEN state = ?8 THEN 1 ELSE rerun END,
-             attempts = CASE WHEN state IN (?9, ?10) THEN 0 ELSE attempts END,
-             run_at = CASE WHEN state IN (?9, ?10) THEN excluded.run_at ELSE run_at END,
-             last_error = CASE WHEN state IN (?9, ?10) THEN NULL ELSE last_error END,
+             rerun = CASE WHEN state = ?10 THEN 1 ELSE rerun END,
+             attempts = CASE WHEN state IN (?11, ?12) THEN 0 ELSE attempts END,
+             run_at = CASE WHEN state IN (?11, ?12) THEN excluded.run_at ELSE run_at END,
+             last_error = CASE WHEN state IN (?11, ?12) THEN NULL ELSE last_error END,
+             work = CASE WHEN excluded.work_rank >= work_rank THEN excluded.work ELSE work END,
              input_delivery_id = CASE
-                 WHEN excluded.input_delivery_id IS NULL THEN input_delivery_id
-                 WHEN ?11 OR input_delivery_id IS NULL THEN excluded.input_delivery_id
-                 WHEN (SELECT signature FROM deliveries WHERE id = jobs.input_delivery_id) = ?12
-                     THEN excluded.input_delivery_id
+                 WHEN excluded.work_rank >= work_rank
+                     THEN coalesce(excluded.input_delivery_id, input_delivery_id)
                  ELSE input_delivery_id END,
-             state = CASE WHEN state IN (?9, ?10) THEN ?6 ELSE state END,
+             work_rank = max(work_rank, excluded.work_rank),
+             state = CASE WHEN state IN (?11, ?12) THEN ?8 ELSE state END,
              updated_at = excluded.updated_at",
     )?
     .execute(params![
-        d.account,
+        account,
         job.key,
         job.kind,
         job.resource_id,
-        input,
+        delivery_id,
+        job.work,
+        job.rank,
         JobState::Pending,
-        d.received_at,
+        now,
         JobState::Running,
         JobState::Done,
         JobState::Dead,
-        verified,
-        SignatureStatus::Invalid,
     ])?;
+    // A new job moved the last inserted rowid off the delivery's; an
+    // updated one did not (and an equal number is simply looked up).
+    let inserted = conn.last_insert_rowid();
+    if delivery_id.is_some_and(|d| inserted != d) {
+        return Ok(inserted);
+    }
     conn.prepare_cached("SELECT id FROM jobs WHERE account = ?1 AND job_key = ?2")?
-        .query_row(params![d.account, job.key], |r| r.get(0))
+        .query_row(params![account, job.key], |r| r.get(0))
 }

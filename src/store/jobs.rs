@@ -4,10 +4,11 @@
 //! finishes in one of three ways, each in one transaction: done (with its
 //! decisions and events), back to pending with a backoff, or dead.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
-use super::decisions::{self, Effects};
-use crate::domain::{JobKind, JobState};
+use super::decisions;
+use crate::domain::Effects;
+use crate::domain::{JobKind, JobState, Work};
 
 /// A job the worker holds.
 #[derive(Debug, Clone)]
@@ -17,9 +18,17 @@ pub struct LeasedJob {
     pub key: String,
     pub kind: JobKind,
     pub resource_id: String,
+    /// The delivery its work came from (`None`: made by a person or pointhook).
     pub input_delivery_id: Option<i64>,
+    /// What to run; `Err` holds why the stored work cannot be read.
+    pub work: Result<Work, String>,
     /// This run's number, from 1.
     pub attempt: u32,
+}
+
+fn read_work(text: Option<String>) -> Result<Work, String> {
+    let text = text.ok_or("the job has no work recorded")?;
+    serde_json::from_str(&text).map_err(|e| format!("the job's work cannot be read: {e}"))
 }
 
 pub(super) fn release_all(conn: &Connection) -> rusqlite::Result<usize> {
@@ -44,7 +53,7 @@ pub(super) fn lease(
              SELECT id FROM jobs
              WHERE (state = ?2 AND run_at <= ?3) OR (state = ?1 AND lease_until < ?3)
              ORDER BY run_at LIMIT ?5)
-         RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts",
+         RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work",
     )?
     .query_map(
         params![
@@ -63,6 +72,7 @@ pub(super) fn lease(
                 resource_id: r.get(4)?,
                 input_delivery_id: r.get(5)?,
                 attempt: r.get(6)?,
+                work: read_work(r.get(7)?),
             })
         },
     )?
@@ -174,17 +184,4 @@ pub(super) fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
         [JobState::Pending],
         |r| r.get(0),
     )
-}
-
-/// The body of the delivery a job decides from (fraud alert, intent body).
-pub(super) fn input_body(
-    conn: &Connection,
-    delivery_id: i64,
-) -> rusqlite::Result<Option<(Vec<u8>, crate::domain::SignatureStatus)>> {
-    conn.query_row(
-        "SELECT coalesce(body, x''), signature FROM deliveries WHERE id = ?1",
-        [delivery_id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )
-    .optional()
 }

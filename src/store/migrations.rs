@@ -113,6 +113,64 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (account, order_id)
     ) STRICT, WITHOUT ROWID;
     "#,
+    // 3: the work is stored with its job; blocks per fraud alert; reviews.
+    r#"
+    ALTER TABLE jobs ADD COLUMN work TEXT;   -- domain::Work as JSON
+    ALTER TABLE jobs ADD COLUMN work_rank INTEGER NOT NULL DEFAULT 0;
+    -- Jobs of an earlier version: fetches from their kind and resource;
+    -- payment-intent bodies (kind 6) become fetches of the intent; fraud
+    -- alerts from their input delivery's body, unauthenticated.
+    UPDATE jobs SET work = json_object(
+        'kind', CASE kind WHEN 1 THEN 'payment' WHEN 2 THEN 'merchant_order'
+                          WHEN 3 THEN 'chargeback' ELSE 'payment_intent' END,
+        'id', resource_id)
+    WHERE kind IN (1, 2, 3, 4, 6);
+    UPDATE jobs SET kind = 4 WHERE kind = 6;
+    UPDATE jobs SET work = (
+        SELECT json_object(
+            'kind', 'fraud_alert',
+            'merchant_order', CAST(coalesce(json_extract(b.text, '$.merchant_order'),
+                                            json_extract(b.text, '$.data.merchant_order')) AS TEXT),
+            'payment', jobs.resource_id,
+            'notified_id', NULL,
+            'description', coalesce(json_extract(b.text, '$.description'),
+                                    json_extract(b.text, '$.data.description')),
+            'authenticated', json('false'))
+        FROM (SELECT CASE WHEN json_valid(CAST(body AS TEXT)) THEN CAST(body AS TEXT)
+                          ELSE '{}' END AS text
+              FROM deliveries WHERE id = jobs.input_delivery_id) AS b)
+    WHERE kind = 5;
+
+    -- An order is blocked while any fraud alert's block on it stands;
+    -- orders.blocked_at says since when (NULL: not blocked).
+    CREATE TABLE order_blocks (
+        account    TEXT    NOT NULL,
+        order_id   TEXT    NOT NULL,
+        alert      TEXT    NOT NULL,   -- the alert's subject (fraud_alert:…)
+        blocked_at INTEGER NOT NULL,
+        lifted_at  INTEGER,
+        PRIMARY KEY (account, order_id, alert)
+    ) STRICT, WITHOUT ROWID;
+    INSERT INTO order_blocks (account, order_id, alert, blocked_at)
+        SELECT account, order_id, 'fraud_alert:' || order_id || ':-', blocked_at
+        FROM orders WHERE blocked_at IS NOT NULL;
+
+    -- Fraud alerts held for a person (domain::Review).
+    CREATE TABLE fraud_reviews (
+        id             INTEGER PRIMARY KEY,
+        account        TEXT    NOT NULL,
+        job_key        TEXT    NOT NULL,
+        alert          TEXT    NOT NULL,   -- the alert's subject
+        merchant_order TEXT,
+        payment        TEXT,
+        reason         TEXT    NOT NULL,
+        state          INTEGER NOT NULL,
+        created_at     INTEGER NOT NULL,
+        decided_at     INTEGER,
+        UNIQUE (account, job_key)
+    ) STRICT;
+    CREATE INDEX fraud_reviews_state ON fraud_reviews (state, id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -14,6 +14,7 @@ mod events;
 mod jobs;
 pub mod maintenance;
 mod migrations;
+pub mod reviews;
 pub(crate) mod sql_enum;
 mod writer;
 
@@ -25,11 +26,12 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::Notify;
 
-pub use decisions::{Decision, Effects, Guard, Mark, OrderSeen, event_id, rfc3339};
+pub use decisions::{event_id, rfc3339};
 pub use deliveries::{Ingested, NewDelivery, NewJob, fingerprint};
 pub use events::DueEvent;
 pub use jobs::{FetchRow, JobOutcome, LeasedJob};
 pub use migrations::LATEST as SCHEMA_VERSION;
+pub use reviews::{Answer, ReviewView};
 
 use writer::Writer;
 
@@ -201,7 +203,7 @@ impl Store {
     pub async fn record_effects(
         &self,
         job: LeasedJob,
-        effects: Effects,
+        effects: crate::domain::Effects,
         now: i64,
         deliver_events: bool,
     ) -> Result<Vec<String>, StoreError> {
@@ -224,20 +226,57 @@ impl Store {
             .await
     }
 
+    /// Fraud alerts held for a person, newest first (`None`: every state).
+    pub async fn reviews(
+        &self,
+        state: Option<crate::domain::Review>,
+        limit: usize,
+    ) -> Result<Vec<ReviewView>, StoreError> {
+        let limit = limit.clamp(1, admin::MAX_LIMIT) as i64;
+        self.read(move |c| reviews::list(c, state, limit)).await
+    }
+
+    /// The person's review of the alert behind a job, if it was held.
+    pub async fn review_state(
+        &self,
+        account: String,
+        job_key: String,
+    ) -> Result<Option<crate::domain::Review>, StoreError> {
+        self.read(move |c| reviews::state_of(c, &account, &job_key))
+            .await
+    }
+
+    /// A person confirms a held alert: its job runs the cancel or refund.
+    pub async fn confirm_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
+        let answer = self.write(move |c| reviews::confirm(c, id, now)).await?;
+        self.inner.jobs_ready.notify_one();
+        Ok(answer)
+    }
+
+    /// A person dismisses a held alert: the block goes, the order is
+    /// looked at again.
+    pub async fn dismiss_review(
+        &self,
+        id: i64,
+        now: i64,
+        deliver_events: bool,
+    ) -> Result<Answer, StoreError> {
+        let (answer, emitted) = self
+            .write(move |c| reviews::dismiss(c, id, now, deliver_events))
+            .await?;
+        if !emitted.is_empty() {
+            self.inner.events_ready.notify_one();
+        }
+        self.inner.jobs_ready.notify_one();
+        Ok(answer)
+    }
+
     pub async fn release_job(&self, id: i64, now: i64) -> Result<(), StoreError> {
         self.write(move |c| jobs::release(c, id, now)).await
     }
 
     pub async fn next_job_due(&self) -> Result<Option<i64>, StoreError> {
         self.read(jobs::next_due).await
-    }
-
-    /// The body of a job's input delivery, and its signature status.
-    pub async fn delivery_body(
-        &self,
-        delivery_id: i64,
-    ) -> Result<Option<(Vec<u8>, crate::domain::SignatureStatus)>, StoreError> {
-        self.read(move |c| jobs::input_body(c, delivery_id)).await
     }
 
     pub async fn due_events(&self, now: i64, limit: usize) -> Result<Vec<DueEvent>, StoreError> {

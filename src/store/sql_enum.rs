@@ -2,7 +2,7 @@
 //! is stored as its number, and an unknown number read back is an error,
 //! not a guess.
 
-use crate::domain::{EventState, IntentState, JobKind, JobState, Kind, SignatureStatus};
+use crate::domain::{EventState, JobKind, JobState, Kind, Review, SignatureStatus};
 
 /// Implements `ToSql`/`FromSql` for a fieldless `#[repr(i16)]` enum.
 macro_rules! sql_enum {
@@ -39,7 +39,6 @@ sql_enum!(JobKind {
     Chargeback,
     PaymentIntent,
     FraudAlert,
-    IntentBody,
 });
 sql_enum!(JobState {
     Pending,
@@ -56,13 +55,14 @@ sql_enum!(EventState {
 sql_enum!(SignatureStatus {
     NotChecked,
     Valid,
-    Invalid
+    Invalid,
+    Unsigned,
+    ValidUnbound,
 });
-sql_enum!(IntentState {
-    Finished,
-    ConfirmationRequired,
-    Canceled,
-    Error
+sql_enum!(Review {
+    Held,
+    Confirmed,
+    Dismissed
 });
 
 #[cfg(test)]

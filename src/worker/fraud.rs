@@ -1,114 +1,144 @@
-//! The fraud saga (DESIGN section 4). An alert is verified against the API
-//! before anything is touched: the payment must exist for this account and
-//! belong to the named merchant order. Then the order is blocked for good
-//! (recorded before any money moves) and the payment undone: cancelled while
-//! still pending, refunded once approved, with an idempotency key derived
-//! from the alert so a retry never refunds twice. An order already released
-//! is left to a person: goods are gone, and a forged alert must not become
-//! a free refund.
-
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+//! The fraud saga's steps with I/O (the policy is `rules::fraud`): resolve
+//! what the alert names, verify it against the API, block the order in its
+//! own committed step before any money moves, then cancel or refund if the
+//! alert may, or hold it for a person.
 
 use super::JobError;
-use super::handlers::{Ctx, id_json, loose_id};
-use crate::api::types::{Payment, PaymentStatus};
-use crate::api::{ApiError, ErrorClass};
-use crate::domain::{ResourceId, SignatureStatus};
-use crate::store::{Decision, Effects, Guard, LeasedJob, Mark};
+use super::handlers::Ctx;
+use crate::api::ApiError;
+use crate::api::ErrorClass;
+use crate::api::types::Payment;
+use crate::domain::{Effects, EventType, FraudAlert, MerchantOrderId, PaymentId, kinds};
+use crate::rules::fraud::{self as policy, Alert, Plan, Undo};
+use crate::store::LeasedJob;
 
-pub(super) async fn run(ctx: &Ctx<'_>, job: &LeasedJob) -> Result<Effects, JobError> {
-    let delivery = job
-        .input_delivery_id
-        .ok_or_else(|| JobError::Permanent("fraud alert job without its delivery".into()))?;
-    let (body, signature) = ctx
+pub(super) async fn run(
+    ctx: &Ctx<'_>,
+    job: &LeasedJob,
+    work: FraudAlert,
+) -> Result<Effects, JobError> {
+    let account = job.account.as_str();
+    let unauthenticated = ctx.alerts.get(account).copied().unwrap_or_default();
+    let review = ctx
         .store
-        .delivery_body(delivery)
-        .await?
-        .ok_or_else(|| JobError::Permanent(format!("delivery {delivery} is gone")))?;
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let field = |name: &str| {
-        body.get(name)
-            .or_else(|| body.get("data").and_then(|d| d.get(name)))
-    };
-    let order = field("merchant_order").and_then(loose_id);
-    let payment_id = ResourceId::parse(&job.resource_id)
-        .map_err(|e| JobError::Permanent(format!("payment id {e}")))?;
-    let alert = Alert {
-        subject: format!(
-            "fraud_alert:{}:{payment_id}",
-            order.as_ref().map_or("-", |o| o.as_str())
-        ),
-        data: json!({
-            "merchant_order_id": order.as_ref().map(id_json),
-            "payment_id": id_json(&payment_id),
-            "description": field("description").and_then(Value::as_str),
-            "delivery_id": delivery,
-        }),
-    };
-
-    if signature == SignatureStatus::Invalid {
-        return Ok(alert.decide("unverified", "fraud_alert.unverified", None));
+        .review_state(job.account.clone(), job.key.clone())
+        .await?;
+    let mut plan = policy::plan(work.authenticated, unauthenticated, review);
+    if plan == Plan::Nothing {
+        return Ok(Effects::default());
     }
-    let Some(order) = order else {
-        return Ok(alert.rejected("the alert names no merchant order"));
+    let mut alert = Alert {
+        subject: Alert::subject_of(&job.key),
+        job_key: job.key.clone(),
+        merchant_order: work.merchant_order.clone(),
+        payment: work.payment.clone(),
+        description: work.description.clone(),
+        delivery_id: job.input_delivery_id,
+        authenticated: work.authenticated,
     };
-    let payment = match ctx.api.payment(&job.account, &payment_id).await {
-        Ok(p) => p,
-        Err(e @ ApiError::NotFound { .. }) => {
-            return Ok(alert.rejected(&format!("no such payment for this account: {e}")));
+    let mut hold_reason = "the alert is not authenticated (no valid signature binding its payment)";
+
+    // An alert naming nothing: learn what its own id is from the API. What
+    // the API says of that id was not said by the alert, so it may only hold.
+    if alert.payment.is_none()
+        && alert.merchant_order.is_none()
+        && let Some(n) = &work.notified_id
+    {
+        hold_reason = "the alert named no order or payment; resolved from its id";
+        plan = plan.at_most_hold();
+        if let Some(payment) = lookup(ctx, job, n.cast::<kinds::Payment>().ok()).await? {
+            alert.merchant_order = payment.merchant_order_id();
+            alert.payment = Some(payment.id);
+        } else if let Ok(order) = n.cast::<kinds::MerchantOrder>()
+            && exists_order(ctx, job, &order).await?
+        {
+            alert.merchant_order = Some(order);
         }
-        Err(e) => return Err(JobError::from_api(e, job.attempt)),
-    };
-    if payment.order_id() != Some(&order) {
-        let owner = payment
-            .order_id()
-            .map_or("no order".to_string(), |o| format!("order {o}"));
-        return Ok(alert.rejected(&format!(
-            "payment {payment_id} belongs to {owner}, not {order}"
-        )));
     }
 
-    // Verified. Block first, durably, so no release can slip in after.
-    let oid = order.as_str().to_string();
-    let block = Effects {
-        decisions: vec![Decision {
-            subject: format!("merchant_order:{oid}"),
-            key: "order.blocked".into(),
-            event_type: "order.blocked".into(),
-            data: json!({
-                "merchant_order_id": id_json(&order),
-                "payment_id": id_json(&payment_id),
-                "description": alert.data["description"],
-            }),
-            guards: vec![Guard::OrderNotReleased(oid.clone())],
-            marks: vec![Mark::OrderBlocked(oid.clone())],
-            final_outcome: false,
-        }],
-        orders: vec![],
+    let Some(payment_id) = alert.payment.clone() else {
+        let Some(order) = alert.merchant_order.clone() else {
+            return Ok(Effects::one(
+                alert.rejected("the alert names nothing the API knows of"),
+            ));
+        };
+        // An order but no payment: block it and let a person decide.
+        return block_then(ctx, job, &alert, &order, None, Plan::Hold, hold_reason).await;
     };
-    ctx.store
-        .record_effects(job.clone(), block, ctx.now(), ctx.deliver_events)
-        .await?;
-    let (_, blocked) = ctx
-        .store
-        .order_flags(job.account.clone(), oid.clone())
-        .await?;
-    if !blocked {
-        return Ok(Effects {
-            decisions: vec![Decision {
-                subject: format!("merchant_order:{oid}"),
-                key: format!("order.fraud_after_release:{payment_id}"),
-                event_type: "order.fraud_after_release".into(),
-                data: alert.data.clone(),
-                guards: vec![Guard::OrderReleased(oid)],
-                marks: vec![],
-                final_outcome: false,
-            }],
-            orders: vec![],
-        });
+    let Some(payment) = lookup(ctx, job, Some(payment_id.clone())).await? else {
+        return Ok(Effects::one(
+            alert.rejected(&format!("no payment {payment_id} for this account")),
+        ));
+    };
+    let order = match policy::verify(alert.merchant_order.as_ref(), &payment) {
+        Ok(order) => order,
+        Err(reason) => {
+            tracing::warn!(subject = %alert.subject, reason, "fraud alert rejected: nothing cancelled");
+            return Ok(Effects::one(alert.rejected(&reason)));
+        }
+    };
+    block_then(ctx, job, &alert, &order, Some(&payment), plan, hold_reason).await
+}
+
+/// The payment, `None` when the API does not know it (404).
+async fn lookup(
+    ctx: &Ctx<'_>,
+    job: &LeasedJob,
+    id: Option<PaymentId>,
+) -> Result<Option<Payment>, JobError> {
+    let Some(id) = id else { return Ok(None) };
+    match ctx.api.payment(&job.account, &id).await {
+        Ok(p) => Ok(Some(p)),
+        Err(ApiError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(JobError::from_api(e, job.attempt)),
     }
-    undo(ctx, job, &payment, &order).await
+}
+
+async fn exists_order(
+    ctx: &Ctx<'_>,
+    job: &LeasedJob,
+    id: &MerchantOrderId,
+) -> Result<bool, JobError> {
+    match ctx.api.merchant_order(&job.account, id).await {
+        Ok(_) => Ok(true),
+        Err(ApiError::NotFound { .. }) => Ok(false),
+        Err(e) => Err(JobError::from_api(e, job.attempt)),
+    }
+}
+
+/// Blocks the order first, durably, so no release can slip in after; then
+/// holds the alert or undoes the payment.
+async fn block_then(
+    ctx: &Ctx<'_>,
+    job: &LeasedJob,
+    alert: &Alert,
+    order: &MerchantOrderId,
+    payment: Option<&Payment>,
+    plan: Plan,
+    hold_reason: &str,
+) -> Result<Effects, JobError> {
+    let payment_id = payment.map(|p| p.id.clone());
+    let block = alert.block(order, payment_id.as_ref());
+    ctx.store
+        .record_effects(
+            job.clone(),
+            Effects::one(block),
+            ctx.now(),
+            ctx.deliver_events,
+        )
+        .await?;
+    let (released, blocked) = ctx
+        .store
+        .order_flags(job.account.clone(), order.to_string())
+        .await?;
+    if released && !blocked {
+        return Ok(Effects::one(alert.after_release(order)));
+    }
+    match (plan, payment) {
+        (Plan::Act, Some(payment)) => undo(ctx, job, payment, order).await,
+        (Plan::Nothing, _) => Ok(Effects::default()),
+        _ => Ok(Effects::one(alert.unverified(hold_reason))),
+    }
 }
 
 /// Cancels or refunds the payment, and names the outcome.
@@ -116,61 +146,29 @@ async fn undo(
     ctx: &Ctx<'_>,
     job: &LeasedJob,
     payment: &Payment,
-    order: &ResourceId,
+    order: &MerchantOrderId,
 ) -> Result<Effects, JobError> {
-    let event = |key: &str, reason: Option<String>| {
-        let mut data = json!({
-            "payment_id": id_json(&payment.id),
-            "merchant_order_id": id_json(order),
-            "amount": payment.transaction_amount.map(|a| a.to_string()),
-            "status": payment.status.as_str(),
-        });
-        if let Some(r) = reason {
-            data["reason"] = Value::from(r);
-        }
-        Effects {
-            decisions: vec![Decision {
-                subject: format!("payment:{}", payment.id),
-                key: key.into(),
-                event_type: key.into(),
-                data,
-                guards: vec![],
-                marks: vec![],
-                final_outcome: false,
-            }],
-            orders: vec![],
-        }
-    };
     let account = job.account.as_str();
-    let call = match &payment.status {
-        PaymentStatus::Pending | PaymentStatus::InProcess | PaymentStatus::Authorized => ctx
+    let outcome = |event, reason| Ok(Effects::one(policy::undone(payment, order, event, reason)));
+    let call = match policy::undo(&payment.status) {
+        Undo::Cancel => ctx
             .api
             .cancel_payment(account, &payment.id)
             .await
-            .map(|_| "payment.cancelled"),
-        PaymentStatus::Approved => {
-            let key = idempotency_key(account, order, &payment.id);
+            .map(|_| EventType::PaymentCancelled),
+        Undo::Refund => {
+            let key = policy::idempotency_key(account, order, &payment.id);
             ctx.api
                 .refund_payment(account, &payment.id, &key)
                 .await
-                .map(|_| "payment.refunded")
+                .map(|_| EventType::PaymentRefunded)
         }
-        // Undone already (perhaps by an earlier run of this very job).
-        PaymentStatus::Cancelled => Ok("payment.cancelled"),
-        PaymentStatus::Refunded => Ok("payment.refunded"),
-        PaymentStatus::Rejected => return Ok(Effects::default()),
-        other => {
-            return Ok(event(
-                "payment.cancel_failed",
-                Some(format!(
-                    "a payment in status {} cannot be undone automatically",
-                    other.as_str()
-                )),
-            ));
-        }
+        Undo::AlreadyDone(event) => Ok(event),
+        Undo::NothingMoved => return Ok(Effects::default()),
+        Undo::Impossible(reason) => return outcome(EventType::PaymentCancelFailed, Some(reason)),
     };
     match call {
-        Ok(kind) => Ok(event(kind, None)),
+        Ok(event) => outcome(event, None),
         Err(e) => match e.class() {
             ErrorClass::Retry(after) => Err(JobError::Retry {
                 reason: e.to_string(),
@@ -178,49 +176,8 @@ async fn undo(
             }),
             // A definitive refusal: a person takes it from here.
             ErrorClass::NotFound | ErrorClass::Permanent => {
-                Ok(event("payment.cancel_failed", Some(e.to_string())))
+                outcome(EventType::PaymentCancelFailed, Some(e.to_string()))
             }
         },
-    }
-}
-
-/// The same alert always gives the same key.
-fn idempotency_key(account: &str, order: &ResourceId, payment: &ResourceId) -> String {
-    let mut h = Sha256::new();
-    for part in [account, order.as_str(), payment.as_str()] {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part.as_bytes());
-    }
-    format!("pointhook-fraud-{}", hex::encode(&h.finalize()[..16]))
-}
-
-struct Alert {
-    subject: String,
-    data: Value,
-}
-
-impl Alert {
-    fn decide(&self, key: &str, event_type: &str, reason: Option<&str>) -> Effects {
-        let mut data = self.data.clone();
-        if let Some(r) = reason {
-            data["reason"] = Value::from(r);
-        }
-        Effects {
-            decisions: vec![Decision {
-                subject: self.subject.clone(),
-                key: key.into(),
-                event_type: event_type.into(),
-                data,
-                guards: vec![],
-                marks: vec![],
-                final_outcome: false,
-            }],
-            orders: vec![],
-        }
-    }
-
-    fn rejected(&self, reason: &str) -> Effects {
-        tracing::warn!(subject = %self.subject, reason, "fraud alert rejected: nothing cancelled");
-        self.decide("rejected", "fraud_alert.rejected", Some(reason))
     }
 }

@@ -8,6 +8,7 @@
 mod fraud;
 mod handlers;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use tracing::Instrument;
 
 use crate::api::{ApiClient, ApiError, ErrorClass};
 use crate::clock::Clock;
+use crate::domain::UnauthenticatedAlerts;
 use crate::retry::backoff;
 use crate::store::{self, FetchRow, JobOutcome, LeasedJob, Store, StoreError};
 
@@ -37,6 +39,8 @@ pub struct WorkerSettings {
     pub drain: Duration,
     /// Whether events go to a fulfillment URL (or are only stored).
     pub deliver_events: bool,
+    /// What each account does with a fraud alert that is not authenticated.
+    pub alerts: HashMap<String, UnauthenticatedAlerts>,
 }
 
 pub struct Worker {
@@ -224,6 +228,8 @@ impl Worker {
                 store: &self.store,
                 clock: self.clock.as_ref(),
                 deliver_events: self.settings.deliver_events,
+                max_attempts: self.settings.max_attempts,
+                alerts: &self.settings.alerts,
             };
             let (result, fetches) = crate::api::recording(handlers::run(&ctx, &job)).await;
             renewal.cancel();
@@ -247,7 +253,7 @@ impl Worker {
     async fn finish(
         &self,
         job: LeasedJob,
-        result: Result<store::Effects, JobError>,
+        result: Result<crate::domain::Effects, JobError>,
         fetches: Vec<FetchRow>,
     ) -> Result<(), StoreError> {
         let now = self.now();

@@ -185,23 +185,64 @@ pub struct Fixture {
     pub body: Option<Vec<u8>>,
 }
 
+/// The fixture `name`; a body the docs print in a form JSON refuses is in
+/// `body_text`, sent as is. A placeholder signature (`v1=<hex>`) is made
+/// real with `SECRET`.
 pub fn fixture(name: &str) -> Fixture {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/notifications")
         .join(name);
     let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let query = doc["query"].as_str().unwrap().to_string();
+    let mut headers: Vec<(String, String)> = doc["headers"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
+    for (k, v) in &mut headers {
+        if k == "x-signature" && v.contains("<hex>") {
+            *v = sign_for(&query, &doc["headers"]["x-request-id"]);
+        }
+    }
     Fixture {
-        query: doc["query"].as_str().unwrap().to_string(),
-        headers: doc["headers"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-            .collect(),
-        body: match &doc["body"] {
-            Value::Null => None,
-            b => Some(serde_json::to_vec(b).unwrap()),
+        query,
+        headers,
+        body: match (&doc["body"], doc["body_text"].as_str()) {
+            (_, Some(text)) => Some(text.as_bytes().to_vec()),
+            (Value::Null, None) => None,
+            (b, None) => Some(serde_json::to_vec(b).unwrap()),
         },
+    }
+}
+
+/// A valid `x-signature` with `SECRET` for `query`'s `data.id`.
+fn sign_for(query: &str, request_id: &Value) -> String {
+    let data_id = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "data.id")
+        .map(|(_, v)| v.into_owned());
+    pointhook::http::verify::sign(
+        SECRET.as_bytes(),
+        data_id.as_deref(),
+        request_id.as_str(),
+        1763632800,
+    )
+}
+
+impl Fixture {
+    /// The same request, signed with `SECRET` when it is a webhook form
+    /// that carries no signature of its own.
+    pub fn signed(mut self) -> Fixture {
+        let webhook = self.query.contains("type=")
+            || self.query.contains("data.id=")
+            || self.body.as_ref().is_some_and(|b| {
+                serde_json::from_slice::<Value>(b).is_ok_and(|v| v.get("type").is_some())
+            });
+        if webhook && !self.headers.iter().any(|(k, _)| k == "x-signature") {
+            let sig = sign_for(&self.query, &Value::Null);
+            self.headers.push(("x-signature".into(), sig));
+        }
+        self
     }
 }
 
@@ -236,6 +277,19 @@ impl TestApp {
             req = req.body(b.to_vec());
         }
         req.send().await.expect("request sent")
+    }
+
+    /// A request to the admin API with `token`: status and JSON body.
+    pub async fn admin(&self, method: &str, path: &str, token: &str) -> (u16, Value) {
+        let url = format!(
+            "http://{}{path}",
+            self.admin_addr.expect("an admin listener")
+        );
+        let req = match method {
+            "POST" => self.client.post(url),
+            _ => self.client.get(url),
+        };
+        answer(req.bearer_auth(token).send().await.unwrap()).await
     }
 
     pub async fn post_json(&self, query: &str, body: &Value) -> reqwest::Response {
@@ -426,4 +480,20 @@ pub fn serve_binary(config: &Path, env: &[(&str, &str)]) -> Served {
         .recv_timeout(Duration::from_secs(20))
         .expect("pointhook reports its address");
     Served { child, addr, logs }
+}
+
+/// Runs the real binary with `args` and `--config` naming `app`'s database:
+/// (success, stdout, stderr).
+pub fn cli(app: &TestApp, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pointhook"))
+        .args(args)
+        .arg("--config")
+        .arg(&app.config_path)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
 }

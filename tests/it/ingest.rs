@@ -3,39 +3,77 @@
 use crate::helpers::*;
 use serde_json::json;
 
+/// Accounts for the fixtures: one of them names its shop with `cliente`.
+const FIXTURE_ACCOUNTS: &str = "[[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n\
+    [[accounts]]\nname = \"tienda-norte\"\naccess_token = \"tok-2\"\n";
+
+/// Every documented (or observed) notification is stored byte for byte and
+/// answered 200, to an account without secrets and to one with a secret
+/// (signed as the platform signs).
 #[tokio::test]
 async fn every_fixture_is_accepted_and_stored_byte_for_byte() {
-    let app = spawn_app().await;
     let names = fixture_names();
-    assert_eq!(names.len(), 12, "{names:?}");
-    for name in &names {
-        let f = fixture(name);
-        let (status, body) = answer(app.post_fixture(&f).await).await;
-        assert_eq!(status, 200, "{name}: {body}");
-        assert_eq!(body["status"], "accepted", "{name}");
-        assert!(body.get("ignored").is_none(), "{name} must be work: {body}");
-        let id = body["delivery_id"].as_i64().unwrap();
-        let (stored, query, job_key): (Option<Vec<u8>>, String, Option<String>) = app
-            .db()
-            .query_row(
-                "SELECT body, query, job_key FROM deliveries WHERE id = ?1",
-                [id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .unwrap();
-        assert_eq!(stored, f.body, "{name}: body kept exactly");
-        assert_eq!(query, f.query, "{name}");
-        assert!(job_key.is_some(), "{name} feeds a job");
+    assert!(names.len() >= 60, "{names:?}");
+    let secret = format!("webhook_secret = \"{SECRET}\"\n");
+    for accounts in [
+        FIXTURE_ACCOUNTS.to_string(),
+        FIXTURE_ACCOUNTS.replace(
+            "access_token = \"tok\"\n",
+            &format!("access_token = \"tok\"\n{secret}"),
+        ),
+    ] {
+        let app = spawn_app_with(TestConfig {
+            accounts: accounts.clone(),
+            ..Default::default()
+        })
+        .await;
+        for name in &names {
+            let f = fixture(name).signed();
+            let (status, body) = answer(app.post_fixture(&f).await).await;
+            assert_eq!(status, 200, "{name}: {body}");
+            assert_eq!(body["status"], "accepted", "{name}");
+            let id = body["delivery_id"].as_i64().unwrap();
+            let (stored, query, job_key): (Option<Vec<u8>>, String, Option<String>) = app
+                .db()
+                .query_row(
+                    "SELECT body, query, job_key FROM deliveries WHERE id = ?1",
+                    [id],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .unwrap();
+            assert_eq!(stored, f.body, "{name}: body kept exactly");
+            assert_eq!(query, f.query, "{name}");
+            assert_eq!(body.get("ignored").is_some(), job_key.is_none(), "{name}");
+        }
+        assert_eq!(
+            app.count("SELECT count(*) FROM deliveries"),
+            names.len() as i64
+        );
+        app.stop().await;
     }
-    assert_eq!(app.count("SELECT count(*) FROM deliveries"), 12);
-    app.stop().await;
 }
+
+/// The fixtures first kept (one of each kind) and the jobs they make.
+const FIRST_FIXTURES: &[&str] = &[
+    "intent-canceled.json",
+    "intent-confirmation-required.json",
+    "intent-error.json",
+    "intent-finished.json",
+    "ipn-chargeback.json",
+    "ipn-fraud-alert.json",
+    "ipn-merchant-order.json",
+    "ipn-payment.json",
+    "ipn-point-integration.json",
+    "webhook-fraud-alert.json",
+    "webhook-merchant-order.json",
+    "webhook-payment.json",
+];
 
 #[tokio::test]
 async fn job_keys_per_kind() {
     let app = spawn_app().await;
-    for name in fixture_names() {
-        app.post_fixture(&fixture(&name)).await;
+    for name in FIRST_FIXTURES {
+        app.post_fixture(&fixture(name)).await;
     }
     let mut keys: Vec<String> = app
         .db()
@@ -46,23 +84,34 @@ async fn job_keys_per_kind() {
         .map(Result::unwrap)
         .collect();
     keys.sort();
+    // Every notification of one intent (its IPN and its bodies in any
+    // state) asks for the same fetch; both fraud-alert forms feed one job.
     assert_eq!(
         keys,
         [
             "chargeback:43589345903450",
             "fraud:4945357007:23064274473",
-            "intent:7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1:CANCELED",
-            "intent:7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1:CONFIRMATION_REQUIRED",
-            "intent:7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1:ERROR",
-            "intent:7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1:FINISHED",
             "merchant_order:4945357007",
             "payment:123456789",
             "payment_intent:7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1",
         ]
     );
-    // Both fraud-alert forms feed one job; body jobs point at their delivery.
-    let with_input = app.count("SELECT count(*) FROM jobs WHERE input_delivery_id IS NOT NULL");
-    assert_eq!(with_input, 5);
+    // Each job links to the delivery its work came from, and holds it.
+    assert_eq!(
+        app.count("SELECT count(*) FROM jobs WHERE input_delivery_id IS NULL OR work IS NULL"),
+        0
+    );
+    let work: String = app
+        .db()
+        .query_row(
+            "SELECT work FROM jobs WHERE job_key LIKE 'fraud:%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let work: serde_json::Value = serde_json::from_str(&work).unwrap();
+    assert_eq!(work["payment"], "23064274473");
+    assert_eq!(work["authenticated"], false);
     app.stop().await;
 }
 
@@ -156,8 +205,11 @@ async fn unknown_topics_are_stored_and_ignored() {
     assert_eq!(status, 200);
     assert_eq!(body["ignored"], true);
     let (status, body) = answer(
-        app.post_json("", &json!({"id": "i-1", "state": "ON_TERMINAL"}))
-            .await,
+        app.post_json(
+            "",
+            &json!({"type": "automatic-payments", "action": "card.updated"}),
+        )
+        .await,
     )
     .await;
     assert_eq!(status, 200);
@@ -171,7 +223,7 @@ async fn unknown_topics_are_stored_and_ignored() {
 }
 
 #[tokio::test]
-async fn accounts_are_chosen_by_customer() {
+async fn accounts_are_chosen_by_customer_cliente_or_client() {
     let app = spawn_app_with(TestConfig {
         accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"a\"\n\
                    [[accounts]]\nname = \"shop-2\"\naccess_token = \"b\"\n"
@@ -187,6 +239,12 @@ async fn accounts_are_chosen_by_customer() {
     assert_eq!(status, 200);
     let (status, _) = answer(app.post("topic=payment&id=1", &[], None).await).await;
     assert_eq!(status, 200);
+    for query in [
+        "cliente=shop-2&topic=payment&id=2",
+        "client=shop-2&topic=payment&id=3",
+    ] {
+        assert_eq!(app.post(query, &[], None).await.status(), 200, "{query}");
+    }
     let (status, body) = answer(
         app.post("topic=payment&id=1&customer=nobody", &[], None)
             .await,
@@ -203,7 +261,7 @@ async fn accounts_are_chosen_by_customer() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(accounts, ["shop-2", "default"]);
+    assert_eq!(accounts, ["shop-2", "default", "shop-2", "shop-2"]);
     app.stop().await;
 }
 

@@ -164,7 +164,7 @@ async fn a_backup_taken_under_load_holds_every_acknowledged_delivery() {
             let mut i = 0;
             while !stop.is_cancelled() {
                 let res = client
-                    .post(format!("{url}?topic=payment&id=b{w}-{i}"))
+                    .post(format!("{url}?topic=payment&id={w}00{i}"))
                     .send()
                     .await
                     .unwrap();

@@ -1,6 +1,5 @@
 //! The operator's surface: the admin API and the CLI, against a live app.
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -60,12 +59,7 @@ async fn scene() -> Scene {
 
 impl Scene {
     async fn admin(&self, method: &str, path: &str) -> (u16, Value) {
-        let url = format!("http://{}{path}", self.app.admin_addr.unwrap());
-        let req = match method {
-            "POST" => self.app.client.post(url),
-            _ => self.app.client.get(url),
-        };
-        answer(req.bearer_auth(TOKEN).send().await.unwrap()).await
+        self.app.admin(method, path, TOKEN).await
     }
 }
 
@@ -204,7 +198,13 @@ async fn an_order_shows_its_state_and_history() {
         "the payment's and the order's"
     );
     assert!(o["fetches"].as_array().unwrap().len() >= 2);
-    assert_eq!(o["events"][0]["type"], "order.released");
+    let types: Vec<&str> = o["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["payment.updated", "order.released"]);
     let (status, _) = s.admin("GET", "/api/orders/1").await;
     assert_eq!(status, 404);
     s.app.stop().await;
@@ -226,31 +226,21 @@ async fn events_list_show_and_redeliver_with_the_same_id() {
     s.clock.advance(Duration::from_secs(1));
     s.app.deliver_events().await;
     let received = s.merchant.received().await;
-    assert_eq!(received.len(), 2);
-    assert!(
-        received
-            .iter()
-            .all(|r| r.headers["webhook-id"] == id.as_str())
+    let same: Vec<_> = received
+        .iter()
+        .filter(|r| r.headers["webhook-id"] == id.as_str())
+        .collect();
+    assert_eq!(
+        same.len(),
+        2,
+        "delivered, then delivered again with the same id"
     );
+    assert_eq!(same[0].body, same[1].body);
     let (status, _) = s.admin("POST", "/api/events/evt_nope/redeliver").await;
     assert_eq!(status, 404);
     let (status, _) = s.admin("GET", "/api/nothing").await;
     assert_eq!(status, 404);
     s.app.stop().await;
-}
-
-fn cli(app: &TestApp, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pointhook"))
-        .args(args)
-        .arg("--config")
-        .arg(&app.config_path)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,7 +254,7 @@ async fn the_cli_reads_and_replays_a_live_servers_database() {
         tokio::spawn(async move {
             for i in 0..200 {
                 let _ = client
-                    .post(format!("{url}?topic=payment&id=l{i}"))
+                    .post(format!("{url}?topic=payment&id=5{i}"))
                     .send()
                     .await;
             }

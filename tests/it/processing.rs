@@ -54,13 +54,21 @@ async fn an_approved_payment_releases_its_order_once() {
     }
     app.run_jobs().await;
     let events = app.events();
-    assert_eq!(events.len(), 1, "{events:?}");
-    let (kind, data) = &events[0];
-    assert_eq!(kind, "order.released");
-    assert_eq!(data["merchant_order_id"], json!(4945357007u64));
+    assert_eq!(
+        app.event_types(),
+        ["payment.updated", "order.released"],
+        "{events:?}"
+    );
+    let (_, payment) = &events[0];
+    assert_eq!(payment["payment_id"], PAYMENT);
+    assert_eq!(payment["status"], "approved");
+    assert_eq!(payment["merchant_order_id"], ORDER);
+    let (_, data) = &events[1];
+    // Every id is a string; every amount a decimal string.
+    assert_eq!(data["merchant_order_id"], ORDER);
     assert_eq!(data["total_amount"], "350.50");
     assert_eq!(data["paid_amount"], "350.50");
-    assert_eq!(data["payment_ids"], json!([123456789u64, 23064274473u64]));
+    assert_eq!(data["payment_ids"], json!([PAYMENT, "23064274473"]));
     assert_eq!(data["external_reference"], format!("ref-{ORDER}"));
     assert!(
         api.authorization_headers()
@@ -69,10 +77,10 @@ async fn an_approved_payment_releases_its_order_once() {
             .all(|h| h == "Bearer tok")
     );
 
-    assert_eq!(app.deliver_events().await, 1);
+    assert_eq!(app.deliver_events().await, 2);
     let received = merchant.received().await;
-    assert_eq!(received.len(), 1);
-    let r = &received[0];
+    assert_eq!(received.len(), 2);
+    let r = &received[1];
     let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(body["type"], "order.released");
     assert_eq!(body["account"], "default");
@@ -95,7 +103,7 @@ async fn an_approved_payment_releases_its_order_once() {
     clock.advance(Duration::from_secs(5 * 3600));
     app.post_fixture(&fixture("ipn-payment.json")).await;
     app.run_jobs().await;
-    assert_eq!(app.events().len(), 1);
+    assert_eq!(app.events().len(), 2);
 
     app.stop().await;
 }
@@ -175,6 +183,8 @@ async fn amounts_are_exact_decimals() {
     app.stop().await;
 }
 
+/// An intent body as a terminal's webhook sends it; it claims an approved
+/// payment, which decides nothing.
 fn intent_body(id: &str, state: &str, payment: Option<&str>) -> serde_json::Value {
     let mut body = json!({
         "id": id, "state": state, "amount": 1500, "caller_id": 9876543, "client_id": 1234567890,
@@ -231,6 +241,9 @@ async fn every_row_of_the_intent_table() {
         ("CONFIRMATION_REQUIRED", Some("authorized"), None),
         ("CANCELED", None, Some("payment_intent.canceled")),
         ("ERROR", None, Some("payment_intent.error")),
+        ("ABANDONED", None, Some("payment_intent.abandoned")),
+        ("OPEN", None, None),
+        ("ON_TERMINAL", None, None),
     ];
     for (i, (state, status, expected)) in rows.iter().enumerate() {
         let intent = format!("intent-{i}");
@@ -239,8 +252,10 @@ async fn every_row_of_the_intent_table() {
             // The notification says "approved"; only the fetched status counts.
             api.payment(p, s, "15", None);
         }
+        api.intent(&intent, state, payment.as_deref());
         let before = app.events().len();
-        app.post_json("", &intent_body(&intent, state, payment.as_deref()))
+        // Whatever state the body claims, the API's decides.
+        app.post_json("", &intent_body(&intent, "FINISHED", payment.as_deref()))
             .await;
         app.run_jobs().await;
         let events = app.events();
@@ -250,22 +265,25 @@ async fn every_row_of_the_intent_table() {
                 let (kind, data) = events.last().unwrap();
                 assert_eq!(kind, t, "{state} {status:?}");
                 assert_eq!(data["payment_intent_id"], intent.as_str());
-                assert_eq!(data["external_reference"], "table-12-order-881");
-                assert_eq!(data["ticket_number"], "39SHDKKDJ");
+                assert_eq!(data["state"], *state);
+                assert_eq!(data["amount"], "15.00");
+                assert_eq!(data["external_reference"], "table-12");
+                assert_eq!(data["ticket_number"], "T-1");
                 match &payment {
-                    Some(p) => assert_eq!(data["payment_id"], json!(p.parse::<u64>().unwrap())),
+                    Some(p) => assert_eq!(data["payment_id"], p.as_str()),
                     None => assert!(data["payment_id"].is_null()),
                 }
             }
             None => {
-                assert_eq!(
-                    events.len(),
-                    before,
-                    "{state} {status:?}: still being decided"
-                );
-                let (job_state, attempts, error) = app.job(&format!("intent:{intent}:{state}"));
+                assert_eq!(events.len(), before, "{state} {status:?}: not decided yet");
+                let (job_state, attempts, error) = app.job(&format!("payment_intent:{intent}"));
                 assert_eq!((job_state, attempts), (0, 1), "retried later");
-                assert!(error.unwrap().contains("still being decided"));
+                let error = error.unwrap();
+                assert!(
+                    error.contains("still being decided")
+                        || error.contains(&format!("still {state}")),
+                    "{error}"
+                );
             }
         }
     }
@@ -275,10 +293,13 @@ async fn every_row_of_the_intent_table() {
 #[tokio::test]
 async fn confirmation_required_is_confirmed_once_the_payment_is() {
     let (api, app, clock) = setup(None).await;
-    api.payment("777", "in_process", "15", None);
+    api.intent(
+        "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1",
+        "CONFIRMATION_REQUIRED",
+        Some(PAYMENT),
+    );
     app.post_fixture(&fixture("intent-confirmation-required.json"))
         .await;
-    // The fixture names payment 123456789.
     api.payment(PAYMENT, "in_process", "15", None);
     app.run_jobs().await;
     assert!(app.events().is_empty());
@@ -293,14 +314,23 @@ async fn confirmation_required_is_confirmed_once_the_payment_is() {
 
 #[tokio::test]
 async fn point_integration_notifications_fetch_the_intent() {
-    let (api, app, _) = setup(None).await;
+    let (api, app, clock) = setup(None).await;
     let id = "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1";
     api.intent(id, "ON_TERMINAL", None);
     app.post_fixture(&fixture("ipn-point-integration.json"))
         .await;
     app.run_jobs().await;
     assert!(app.events().is_empty(), "not final yet");
+    let (state, attempts, error) = app.job(&format!("payment_intent:{id}"));
+    assert_eq!((state, attempts), (0, 1), "asked again later");
+    assert!(error.unwrap().contains("still ON_TERMINAL"));
+    // Still not final after a while: the job ends without a decision.
+    for _ in 0..8 {
+        clock.advance(Duration::from_secs(120));
+        app.run_jobs().await;
+    }
     assert_eq!(app.job(&format!("payment_intent:{id}")).0, 2, "done");
+    assert!(app.events().is_empty());
 
     api.intent(id, "FINISHED", Some(PAYMENT));
     api.payment(PAYMENT, "approved", "15", None);
@@ -315,12 +345,67 @@ async fn point_integration_notifications_fetch_the_intent() {
     app.stop().await;
 }
 
+/// A forged body claiming a final state takes nothing: the API still says
+/// OPEN. The real outcome is told when the API confirms it.
+#[tokio::test]
+async fn a_forged_final_state_takes_no_final_slot() {
+    let (api, app, clock) = setup(None).await;
+    let id = "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1";
+    api.intent(id, "OPEN", None);
+    app.post_json("", &intent_body(id, "CANCELED", None)).await;
+    app.run_jobs().await;
+    assert!(app.events().is_empty());
+    assert_eq!(app.count("SELECT count(*) FROM decisions"), 0);
+    // A forged FINISHED naming an approved payment of the account.
+    api.payment("999", "approved", "15", None);
+    app.post_json("", &intent_body(id, "FINISHED", Some("999")))
+        .await;
+    clock.advance(Duration::from_secs(5));
+    app.run_jobs().await;
+    assert!(app.events().is_empty());
+
+    api.intent(id, "FINISHED", Some(PAYMENT));
+    api.payment(PAYMENT, "approved", "15", None);
+    app.post_fixture(&fixture("intent-finished.json")).await;
+    clock.advance(Duration::from_secs(5));
+    app.run_jobs().await;
+    let events = app.events();
+    assert_eq!(app.event_types(), ["payment_intent.finished"]);
+    assert_eq!(events[0].1["payment_id"], PAYMENT);
+    app.stop().await;
+}
+
+/// A payment that is not the intent's (another amount, another reference)
+/// decides nothing; the job is left for a person, named.
+#[tokio::test]
+async fn a_payment_that_is_not_the_intents_decides_nothing() {
+    let (api, app, _) = setup(None).await;
+    let id = "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1";
+    api.intent(id, "FINISHED", Some("999"));
+    api.payment("999", "approved", "2500", None);
+    app.post_fixture(&fixture("intent-finished.json")).await;
+    app.run_jobs().await;
+    assert!(app.events().is_empty());
+    let (state, _, error) = app.job(&format!("payment_intent:{id}"));
+    assert_eq!(state, 3, "dead: for a person");
+    let error = error.unwrap();
+    assert!(
+        error.contains("a person must look") && error.contains("2500.00"),
+        "{error}"
+    );
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_contradicting_final_state_is_recorded_as_a_conflict() {
     let (api, app, _) = setup(None).await;
+    let id = "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1";
+    api.intent(id, "FINISHED", Some(PAYMENT));
     api.payment(PAYMENT, "approved", "15", None);
     app.post_fixture(&fixture("intent-finished.json")).await;
     app.run_jobs().await;
+    // Should the API ever contradict itself, the first final state stands.
+    api.intent(id, "CANCELED", None);
     app.post_fixture(&fixture("intent-canceled.json")).await;
     app.run_jobs().await;
     assert_eq!(app.event_types(), ["payment_intent.finished"]);
@@ -371,7 +456,9 @@ async fn chargebacks_are_told_once_per_status_and_flag_released_orders() {
         ]
     );
     assert_eq!(events[1].1["amount"], "100.20");
-    assert_eq!(events[2].1["merchant_order_id"], json!(4945357007u64));
+    assert_eq!(events[2].1["merchant_order_id"], ORDER);
+    assert_eq!(events[1].1["chargeback_id"], "43589345903450");
+    assert_eq!(events[1].1["payment_ids"], json!([PAYMENT]));
     assert_eq!(events[3].1["documentation_status"], "valid");
     app.stop().await;
 }
@@ -388,7 +475,61 @@ async fn a_payment_before_its_order_is_readable_is_retried() {
     api.order(ORDER, "350.5", &[(PAYMENT, "350.5", "approved")], None);
     clock.advance(Duration::from_secs(2));
     app.run_jobs().await;
-    assert_eq!(app.event_types(), ["order.released"]);
+    assert_eq!(app.event_types(), ["payment.updated", "order.released"]);
+    app.stop().await;
+}
+
+/// The two are not updated at once: an approved payment whose merchant
+/// order does not list it yet is told, and the order looked at again, not
+/// decided "not paid".
+#[tokio::test]
+async fn an_order_behind_its_approved_payment_is_waited_for() {
+    let (api, app, clock) = setup(None).await;
+    api.payment(PAYMENT, "approved", "350.5", Some(ORDER));
+    api.order(ORDER, "350.5", &[(PAYMENT, "350.5", "pending")], None);
+    app.post_fixture(&fixture("ipn-payment.json")).await;
+    app.run_jobs().await;
+    assert_eq!(app.event_types(), ["payment.updated"]);
+    let (state, _, error) = app.job("payment:123456789");
+    assert_eq!(state, 0);
+    assert!(error.unwrap().contains("does not list approved payment"));
+    api.order(ORDER, "350.5", &[(PAYMENT, "350.5", "approved")], None);
+    clock.advance(Duration::from_secs(3));
+    app.run_jobs().await;
+    assert_eq!(app.event_types(), ["payment.updated", "order.released"]);
+    app.stop().await;
+}
+
+/// Payments without a merchant order (Checkout API, Bricks, Point) reach the
+/// merchant; a marketplace order is not looked up as a merchant order.
+#[tokio::test]
+async fn payments_without_a_merchant_order_are_told() {
+    let (api, app, _) = setup(None).await;
+    api.payment("1", "approved", "10", None);
+    api.set(
+        "/v1/payments/2",
+        json!({"id": 2, "status": "rejected", "status_detail": "cc_rejected_other_reason",
+               "transaction_amount": 10, "external_reference": "x-2",
+               "order": {"id": 77, "type": "mercadolibre"}}),
+    );
+    for id in ["1", "2"] {
+        app.post(&format!("topic=payment&id={id}"), &[], None).await;
+    }
+    app.run_jobs().await;
+    let events = app.events();
+    assert_eq!(app.event_types(), ["payment.updated", "payment.updated"]);
+    assert_eq!(events[1].1["status_detail"], "cc_rejected_other_reason");
+    assert_eq!(events[1].1["external_reference"], "x-2");
+    assert!(events[1].1["merchant_order_id"].is_null());
+    assert_eq!(api.calls("/merchant_orders/77").await, 0);
+    // A new status is told once more; the same one is not.
+    api.payment("1", "refunded", "10", None);
+    for _ in 0..2 {
+        app.post("topic=payment&id=1", &[], None).await;
+        app.run_jobs().await;
+    }
+    assert_eq!(app.events().len(), 3);
+    assert_eq!(app.events()[2].1["status"], "refunded");
     app.stop().await;
 }
 
@@ -579,8 +720,10 @@ async fn racing_notifications_release_an_order_exactly_once() {
         assert!(std::time::Instant::now() < deadline, "jobs did not finish");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(app.event_types(), ["order.released"]);
-    assert_eq!(app.count("SELECT count(*) FROM decisions"), 1);
+    let mut types = app.event_types();
+    types.sort();
+    assert_eq!(types, ["order.released", "payment.updated"]);
+    assert_eq!(app.count("SELECT count(*) FROM decisions"), 2);
     app.stop().await;
 }
 

@@ -20,7 +20,7 @@ async fn the_rate_limit_answers_429_when_on() {
     }
     assert_eq!(&statuses[..3], [200, 200, 200]);
     assert!(statuses[3..].contains(&429), "{statuses:?}");
-    let (_, body) = answer(app.post("topic=payment&id=x", &[], None).await).await;
+    let (_, body) = answer(app.post("topic=payment&id=1", &[], None).await).await;
     assert_eq!(body["error"], "rate_limited");
     app.stop().await;
 }

@@ -600,7 +600,7 @@ async fn end_to_end_a_payment_approved_releases_the_order() {
     )
     .await;
     let data = wait_for_event(&app, "order.released").await;
-    assert_eq!(data["merchant_order_id"], order["id"]);
+    assert_eq!(data["merchant_order_id"], order["id"].to_string());
     assert_eq!(data["paid_amount"], "100.00");
     app.stop().await;
     sb.stop().await;
@@ -649,7 +649,7 @@ async fn end_to_end_a_fraud_alert_blocks_the_order_and_cancels_the_payment() {
     assert_eq!(status, 202);
     wait_for_event(&app, "order.blocked").await;
     let data = wait_for_event(&app, "payment.cancelled").await;
-    assert_eq!(data["payment_id"], payment["id"]);
+    assert_eq!(data["payment_id"], payment["id"].to_string());
     let (_, now) = answer(
         client()
             .get(format!("{}/v1/payments/{}", sb.url, payment["id"]))

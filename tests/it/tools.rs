@@ -368,7 +368,7 @@ async fn notify_sends_what_the_receiver_accepts_signed_or_not() {
         "--topic",
         "payment",
         "--id",
-        "ORD1X",
+        "4321",
         "--webhook",
         "--secret",
         SECRET,
@@ -390,15 +390,15 @@ async fn notify_sends_what_the_receiver_accepts_signed_or_not() {
     .await;
     assert!(!ok);
     assert!(out.contains("-> 401"), "{out}");
-    let signature: i64 = app
+    let signature: pointhook::domain::SignatureStatus = app
         .db()
         .query_row(
-            "SELECT signature FROM deliveries WHERE resource_id = 'ORD1X'",
+            "SELECT signature FROM deliveries WHERE resource_id = '4321'",
             [],
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(signature, 1, "verified by the receiver");
+    assert_eq!(signature, pointhook::domain::SignatureStatus::Valid);
     app.stop().await;
 }
 

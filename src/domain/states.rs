@@ -1,0 +1,198 @@
+//! The states and kinds that are stored or acted on. Every stored one is a
+//! `#[repr(i16)]` enum, written as its number; names come from `strum`, so
+//! the text a person reads and the text a query accepts never drift apart.
+
+use strum::{EnumIter, EnumString, IntoStaticStr};
+
+/// Implements `as_str` (the snake_case name) and `parse` (its inverse).
+macro_rules! named {
+    ($($ty:ident),+) => {$(
+        impl $ty {
+            pub fn as_str(self) -> &'static str {
+                self.into()
+            }
+
+            pub fn parse(s: &str) -> Option<$ty> {
+                s.parse().ok()
+            }
+
+            pub fn all() -> impl Iterator<Item = $ty> {
+                <$ty as strum::IntoEnumIterator>::iter()
+            }
+        }
+    )+};
+}
+
+/// How a notification reached us.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "snake_case")]
+#[repr(i16)]
+pub enum Kind {
+    /// `?topic=…&id=…` (or a `{"topic","resource"}` body).
+    Ipn = 1,
+    /// `?type=…&data.id=…` and/or a `{"type","data":{"id"}}` body.
+    Webhook = 2,
+    /// A payment-intent body: `{"id","state",…}`.
+    IntentWebhook = 3,
+}
+
+/// What a job does; the worker has one handler per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "snake_case")]
+#[repr(i16)]
+pub enum JobKind {
+    /// Fetch a payment, then its merchant order.
+    Payment = 1,
+    MerchantOrder = 2,
+    Chargeback = 3,
+    /// Fetch a payment intent (IPN, webhook or intent body alike).
+    PaymentIntent = 4,
+    /// Verify and act on a fraud alert.
+    FraudAlert = 5,
+}
+
+/// The state of a payment intent as the API reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+pub enum IntentState {
+    Open,
+    OnTerminal,
+    Processing,
+    Processed,
+    Finished,
+    ConfirmationRequired,
+    Canceled,
+    Error,
+    Abandoned,
+}
+
+impl IntentState {
+    /// A final state never changes again; the others are still moving.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            IntentState::Finished
+                | IntentState::ConfirmationRequired
+                | IntentState::Canceled
+                | IntentState::Error
+                | IntentState::Abandoned
+        )
+    }
+}
+
+/// What the `x-signature` check said about a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "snake_case")]
+#[repr(i16)]
+pub enum SignatureStatus {
+    /// The account has no secret, or the request is an IPN (which the
+    /// platform cannot sign).
+    NotChecked = 0,
+    /// Valid, over a manifest that names the resource (`data.id`).
+    Valid = 1,
+    /// Failed: only ever stored for fraud alerts, which are kept, not refused.
+    Invalid = 2,
+    /// No signature, accepted because the account does not require one (or
+    /// a payment-intent body, which is only a pointer).
+    Unsigned = 3,
+    /// Valid, but the manifest names no resource: it authenticates nothing.
+    ValidUnbound = 4,
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "snake_case")]
+#[repr(i16)]
+pub enum JobState {
+    Pending = 0,
+    Running = 1,
+    Done = 2,
+    Dead = 3,
+}
+
+/// Where an outbound event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "snake_case")]
+#[repr(i16)]
+pub enum EventState {
+    /// Waiting for (another) delivery attempt.
+    Pending = 0,
+    /// The merchant's endpoint answered 2xx.
+    Delivered = 1,
+    /// Given up after `fulfillment.give_up_after_hours`.
+    Dead = 2,
+    /// No `[fulfillment] url`: kept for the CLI and the admin API only.
+    Stored = 3,
+}
+
+/// A person's review of a fraud alert that could not be trusted on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "snake_case")]
+#[repr(i16)]
+pub enum Review {
+    /// The order is blocked; nothing was cancelled or refunded.
+    Held = 1,
+    /// A person confirmed it: the cancel or refund runs.
+    Confirmed = 2,
+    /// A person dismissed it: the order is unblocked.
+    Dismissed = 3,
+}
+
+/// What an account does with a fraud alert that is not authenticated (an
+/// IPN, unsigned, or badly signed), once verified against the API.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    IntoStaticStr,
+    EnumString,
+    EnumIter,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[strum(serialize_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
+pub enum UnauthenticatedAlerts {
+    /// Block the order and undo the payment (the only choice without a
+    /// webhook secret: nothing could ever be authenticated).
+    #[default]
+    Act,
+    /// Block the order, move no money, and wait for a person.
+    Hold,
+}
+
+named!(
+    UnauthenticatedAlerts,
+    Kind,
+    JobKind,
+    IntentState,
+    SignatureStatus,
+    JobState,
+    EventState,
+    Review
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in JobState::all() {
+            assert_eq!(JobState::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(Kind::IntentWebhook.as_str(), "intent_webhook");
+        assert_eq!(
+            IntentState::parse("CONFIRMATION_REQUIRED"),
+            Some(IntentState::ConfirmationRequired)
+        );
+        assert_eq!(IntentState::OnTerminal.as_str(), "ON_TERMINAL");
+        assert_eq!(IntentState::parse("finished"), None);
+        assert!(IntentState::Abandoned.is_final());
+        assert!(!IntentState::Processed.is_final());
+    }
+}

@@ -1,0 +1,45 @@
+//! Chargebacks: each new status is told once, and an order already
+//! released whose payment is charged back is flagged at risk, once per
+//! chargeback.
+
+use serde_json::json;
+
+use crate::api::types::Chargeback;
+use crate::domain::{Decision, EventType, Guard, Mark, MerchantOrderId, PaymentId, Slot};
+
+pub fn updated(cb: &Chargeback) -> Decision {
+    Decision {
+        subject: format!("chargeback:{}", cb.id),
+        key: format!("chargeback.updated:{}", cb.status_key()),
+        event: EventType::ChargebackUpdated,
+        data: json!({
+            "chargeback_id": cb.id,
+            "payment_ids": cb.payments,
+            "amount": cb.amount.map(|a| a.to_string()),
+            "currency": cb.currency,
+            "reason": cb.reason,
+            "documentation_status": cb.documentation_status,
+            "coverage_applied": cb.coverage_applied,
+            "date_last_updated": cb.date_last_updated,
+        }),
+        guards: vec![],
+        marks: vec![],
+        slot: Slot::Once,
+    }
+}
+
+pub fn at_risk(cb: &Chargeback, payment: &PaymentId, order: &MerchantOrderId) -> Decision {
+    Decision {
+        subject: format!("merchant_order:{order}"),
+        key: format!("order.at_risk:{}", cb.id),
+        event: EventType::OrderAtRisk,
+        data: json!({
+            "merchant_order_id": order,
+            "chargeback_id": cb.id,
+            "payment_id": payment,
+        }),
+        guards: vec![Guard::OrderReleased(order.clone())],
+        marks: vec![Mark::OrderAtRisk(order.clone())],
+        slot: Slot::Once,
+    }
+}

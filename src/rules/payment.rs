@@ -1,0 +1,40 @@
+//! Payments: each new status is told once (`payment.updated`), with or
+//! without a merchant order (Checkout API, Bricks and Point payments have
+//! none), and a payment approved before its merchant order lists it is
+//! waited for rather than decided "not paid".
+
+use serde_json::json;
+
+use crate::api::types::{MerchantOrder, Payment, PaymentStatus};
+use crate::domain::{Decision, EventType, Slot};
+
+/// `payment.updated`, once per (payment, status).
+pub fn updated(p: &Payment) -> Decision {
+    Decision {
+        subject: format!("payment:{}", p.id),
+        key: format!("payment.updated:{}", p.status.as_str()),
+        event: EventType::PaymentUpdated,
+        data: json!({
+            "payment_id": p.id,
+            "status": p.status.as_str(),
+            "status_detail": p.status_detail,
+            "amount": p.transaction_amount.map(|a| a.to_string()),
+            "currency_id": p.currency_id,
+            "external_reference": p.external_reference,
+            "merchant_order_id": p.merchant_order_id(),
+        }),
+        guards: vec![],
+        marks: vec![],
+        slot: Slot::Once,
+    }
+}
+
+/// The two are not updated at once: an approved payment whose merchant
+/// order does not list it as approved yet means the order is behind.
+pub fn order_is_behind(p: &Payment, order: &MerchantOrder) -> bool {
+    p.status == PaymentStatus::Approved
+        && !order
+            .payments
+            .iter()
+            .any(|o| o.id == p.id && o.status == PaymentStatus::Approved)
+}

@@ -1,0 +1,186 @@
+//! Fraud alerts held for a person (DESIGN section 4): listed, confirmed
+//! (the alert's job runs again and the cancel or refund goes ahead) or
+//! dismissed (the alert's block is lifted, `fraud_alert.dismissed` is told,
+//! and the order's release rule runs again).
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use super::decisions::{self, rfc3339};
+use super::deliveries::{self, NewJob};
+use crate::domain::{Decision, EventType, JobState, MerchantOrderId, Review, Slot, Work};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReviewView {
+    pub id: i64,
+    pub account: String,
+    pub state: &'static str,
+    pub merchant_order_id: Option<String>,
+    pub payment_id: Option<String>,
+    pub reason: String,
+    pub job_key: String,
+    pub created_at: String,
+    pub decided_at: Option<String>,
+}
+
+/// What a person's answer changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Done(Box<ReviewView>),
+    NotFound,
+    /// Confirmed or dismissed already.
+    AlreadyDecided(&'static str),
+}
+
+const COLUMNS: &str =
+    "id, account, state, merchant_order, payment, reason, job_key, created_at, decided_at";
+
+fn view(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReviewView> {
+    let state: Review = r.get(2)?;
+    Ok(ReviewView {
+        id: r.get(0)?,
+        account: r.get(1)?,
+        state: state.as_str(),
+        merchant_order_id: r.get(3)?,
+        payment_id: r.get(4)?,
+        reason: r.get(5)?,
+        job_key: r.get(6)?,
+        created_at: rfc3339(r.get(7)?),
+        decided_at: r.get::<_, Option<i64>>(8)?.map(rfc3339),
+    })
+}
+
+/// Newest first; `None`: every state.
+pub fn list(
+    conn: &Connection,
+    state: Option<Review>,
+    limit: i64,
+) -> rusqlite::Result<Vec<ReviewView>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM fraud_reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC LIMIT ?2"
+    ))?
+    .query_map(params![state, limit], view)?
+    .collect()
+}
+
+pub fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<ReviewView>> {
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM fraud_reviews WHERE id = ?1"),
+        [id],
+        view,
+    )
+    .optional()
+}
+
+/// The review of the alert behind `job_key`, if one was held.
+pub(super) fn state_of(
+    conn: &Connection,
+    account: &str,
+    job_key: &str,
+) -> rusqlite::Result<Option<Review>> {
+    conn.prepare_cached("SELECT state FROM fraud_reviews WHERE account = ?1 AND job_key = ?2")?
+        .query_row(params![account, job_key], |r| r.get(0))
+        .optional()
+}
+
+/// Marks the review decided; `Err` when it is not held any more.
+fn decide(
+    conn: &Connection,
+    id: i64,
+    to: Review,
+    now: i64,
+) -> rusqlite::Result<Result<ReviewView, Answer>> {
+    let Some(current) = get(conn, id)? else {
+        return Ok(Err(Answer::NotFound));
+    };
+    if current.state != Review::Held.as_str() {
+        return Ok(Err(Answer::AlreadyDecided(current.state)));
+    }
+    conn.execute(
+        "UPDATE fraud_reviews SET state = ?2, decided_at = ?3 WHERE id = ?1",
+        params![id, to, now],
+    )?;
+    Ok(Ok(ReviewView {
+        state: to.as_str(),
+        decided_at: Some(rfc3339(now)),
+        ..current
+    }))
+}
+
+/// A person confirms the alert: its job runs again, now allowed to cancel
+/// or refund.
+pub fn confirm(conn: &Connection, id: i64, now: i64) -> rusqlite::Result<Answer> {
+    let review = match decide(conn, id, Review::Confirmed, now)? {
+        Ok(r) => r,
+        Err(answer) => return Ok(answer),
+    };
+    conn.execute(
+        "UPDATE jobs SET
+             rerun = CASE WHEN state = ?3 THEN 1 ELSE rerun END,
+             attempts = CASE WHEN state = ?3 THEN attempts ELSE 0 END,
+             state = CASE WHEN state = ?3 THEN state ELSE ?4 END,
+             run_at = ?5, last_error = NULL, updated_at = ?5
+         WHERE account = ?1 AND job_key = ?2",
+        params![
+            review.account,
+            review.job_key,
+            JobState::Running,
+            JobState::Pending,
+            now
+        ],
+    )?;
+    Ok(Answer::Done(Box::new(review)))
+}
+
+/// A person dismisses the alert: its block is lifted (the order stays
+/// blocked if another alert's block stands), `fraud_alert.dismissed` is
+/// told, and the merchant order is fetched again so the release rule runs.
+pub fn dismiss(
+    conn: &Connection,
+    id: i64,
+    now: i64,
+    deliver: bool,
+) -> rusqlite::Result<(Answer, Vec<String>)> {
+    let review = match decide(conn, id, Review::Dismissed, now)? {
+        Ok(r) => r,
+        Err(answer) => return Ok((answer, Vec::new())),
+    };
+    let alert = conn.query_row("SELECT alert FROM fraud_reviews WHERE id = ?1", [id], |r| {
+        r.get::<_, String>(0)
+    })?;
+    let order = review
+        .merchant_order_id
+        .as_deref()
+        .and_then(|o| MerchantOrderId::parse(o).ok());
+    let mut emitted = Vec::new();
+    let decision = Decision {
+        subject: alert.clone(),
+        key: "dismissed".into(),
+        event: EventType::FraudAlertDismissed,
+        data: serde_json::json!({
+            "review_id": review.id.to_string(),
+            "merchant_order_id": review.merchant_order_id,
+            "payment_id": review.payment_id,
+            "reason": review.reason,
+        }),
+        guards: vec![],
+        marks: vec![],
+        slot: Slot::Once,
+    };
+    if let Some(e) = decisions::decide(conn, &review.account, None, &decision, now, deliver)? {
+        emitted.push(e);
+    }
+    if let Some(order) = order {
+        decisions::lift_block(conn, &review.account, order.as_str(), &alert, now)?;
+        let work = Work::MerchantOrder { id: order };
+        let job = NewJob {
+            key: work.job_key(),
+            kind: work.job_kind(),
+            resource_id: work.resource_id(),
+            work: work.to_json(),
+            rank: work.rank(),
+        };
+        deliveries::enqueue(conn, &review.account, &job, None, now)?;
+    }
+    Ok((Answer::Done(Box::new(review)), emitted))
+}
