@@ -82,10 +82,21 @@ pub struct Notify {
     #[arg(long)]
     url: String,
     /// payment, merchant_order, chargebacks, point_integration_ipn, …
-    #[arg(long)]
-    topic: String,
-    #[arg(long)]
-    id: String,
+    #[arg(long, required_unless_present = "fraud_alert")]
+    topic: Option<String>,
+    #[arg(long, required_unless_present = "fraud_alert")]
+    id: Option<String>,
+    /// A fraud alert instead: the IPN `delivery_cancellation` (retried on
+    /// the schedule with --schedule), or with --webhook the
+    /// `stop_delivery_op_wh` webhook (never retried, as the platform does).
+    #[arg(long, conflicts_with_all = ["topic", "id"], requires_all = ["order", "payment"])]
+    fraud_alert: bool,
+    /// The fraud alert's merchant order.
+    #[arg(long, requires = "fraud_alert")]
+    order: Option<String>,
+    /// The fraud alert's payment.
+    #[arg(long, requires = "fraud_alert")]
+    payment: Option<String>,
     /// The webhook form (`?data.id=&type=` and a JSON body) instead of IPN.
     #[arg(long)]
     webhook: bool,
@@ -98,6 +109,12 @@ pub struct Notify {
     /// Scale the schedule (0.01 makes 15 minutes 9 seconds).
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
+}
+
+/// An id as the platform writes it: a number when it is one.
+fn id_json(text: &str) -> Value {
+    text.parse::<u64>()
+        .map_or_else(|_| Value::from(text), Value::from)
 }
 
 fn client() -> anyhow::Result<reqwest::Client> {
@@ -226,28 +243,48 @@ pub fn payments(cmd: Payments) -> anyhow::Result<()> {
 pub fn notify(n: Notify) -> anyhow::Result<()> {
     anyhow::ensure!(n.time_scale > 0.0, "--time-scale must be positive");
     let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH)?;
-    let out = if n.webhook {
-        shapes::webhook(
+    let now_iso = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    let out = match (&n.order, &n.payment, &n.topic, &n.id) {
+        (Some(order), Some(payment), _, _) => {
+            let (order, payment) = (id_json(order), id_json(payment));
+            let description = "Fraud risk detected: do not deliver";
+            if n.webhook {
+                shapes::fraud_alert_webhook(
+                    &n.url,
+                    &order,
+                    &payment,
+                    description,
+                    n.secret.as_deref(),
+                    &now_iso,
+                    now.as_secs(),
+                )
+            } else {
+                shapes::fraud_alert(&n.url, &order, &payment, description)
+            }
+        }
+        (_, _, Some(topic), Some(id)) if n.webhook => shapes::webhook(
             &n.url,
-            &n.topic,
-            &n.id,
+            topic,
+            id,
             now.as_millis() as i64,
             1,
             "updated",
-            &humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            &now_iso,
             n.secret.as_deref(),
             now.as_secs(),
-        )
-    } else {
-        shapes::ipn(&n.url, &n.topic, &n.id, &format!("/{}/{}", n.topic, n.id))
+        ),
+        (_, _, Some(topic), Some(id)) => shapes::ipn(&n.url, topic, id, &format!("/{topic}/{id}")),
+        _ => bail!("give --topic and --id, or --fraud-alert with --order and --payment"),
     };
+    // The fraud alert's webhook is never sent twice.
+    let schedule = n.schedule && out.topic != shapes::FRAUD_WEBHOOK;
     runtime()?.block_on(async {
         let http = client()?;
         let started = Instant::now();
         let offsets: Vec<Duration> = std::iter::once(Duration::ZERO)
             .chain(RETRY_OFFSETS)
             .collect();
-        let attempts = if n.schedule { offsets.len() } else { 1 };
+        let attempts = if schedule { offsets.len() } else { 1 };
         for (i, offset) in offsets.iter().take(attempts).enumerate() {
             let at = offset.mul_f64(n.time_scale);
             if let Some(wait) = at.checked_sub(started.elapsed()) {

@@ -46,6 +46,10 @@ pub struct SandboxArgs {
     /// Send device e-mails through this SMTP server (HOST:PORT) instead.
     #[arg(long)]
     smtp: Option<String>,
+    /// Retry webhooks with their first signature instead of signing each
+    /// attempt anew (to test a receiver's timestamp tolerance).
+    #[arg(long)]
+    resend_first_signature: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -128,6 +132,7 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
         accounts,
         dispatch_loop: true,
         mail,
+        resend_first_signature: args.resend_first_signature,
     };
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)

@@ -76,6 +76,7 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
             }],
             dispatch_loop: true,
             mail: MailSettings::Spool(spool.clone()),
+            resend_first_signature: false,
         },
         Arc::new(SystemClock),
         sb_url.clone(),

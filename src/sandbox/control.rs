@@ -207,18 +207,36 @@ pub(super) async fn handle(
                 .get("description")
                 .and_then(Value::as_str)
                 .unwrap_or("Fraud risk detected: do not deliver");
+            // The IPN form to the account's notification URL (retried on
+            // the schedule), and the webhook form to its webhook URL (once).
+            let now = sb.now();
+            let mut outs = Vec::new();
             if let Some(url) = account
                 .notification_url
-                .clone()
+                .as_deref()
                 .filter(|_| account.wants("delivery_cancellation"))
             {
-                let out = shapes::fraud_alert(&url, order, payment, description);
-                let (name, now) = (account.name.clone(), sb.now());
-                sb.db
-                    .call(move |c| dispatch::enqueue(c, &name, &out, now))
-                    .await?;
-                sb.queued();
+                outs.push(shapes::fraud_alert(url, order, payment, description));
             }
+            if let Some(url) = account.webhook_url.as_deref() {
+                outs.push(shapes::fraud_alert_webhook(
+                    url,
+                    order,
+                    payment,
+                    description,
+                    account.webhook_secret.as_deref(),
+                    &rfc3339(now),
+                    (now / 1000).max(0) as u64,
+                ));
+            }
+            let name = account.name.clone();
+            sb.db
+                .call(move |c| {
+                    outs.iter()
+                        .try_for_each(|out| dispatch::enqueue(c, &name, out, now).map(|_| ()))
+                })
+                .await?;
+            sb.queued();
             Ok(ok_json(StatusCode::ACCEPTED, &v))
         }
         (&Method::POST, ["devices"]) => {

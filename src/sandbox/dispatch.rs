@@ -80,8 +80,11 @@ pub fn enqueue(
 struct Due {
     id: i64,
     url: String,
+    topic: String,
     body: String,
     headers: Vec<(String, String)>,
+    /// The account's secret, to sign each attempt anew.
+    secret: Option<String>,
     first_at: i64,
     attempt: u32,
 }
@@ -97,8 +100,10 @@ impl Sandbox {
                 let tx = conn.transaction()?;
                 let due: Vec<Due> = tx
                     .prepare(
-                        "SELECT id, url, body, headers, first_at, attempts FROM dispatches
-                         WHERE state = ?1 AND next_due_at <= ?2 ORDER BY next_due_at",
+                        "SELECT d.id, d.url, d.body, d.headers, d.first_at, d.attempts, d.topic,
+                                a.webhook_secret
+                         FROM dispatches d LEFT JOIN accounts a ON a.name = d.account
+                         WHERE d.state = ?1 AND d.next_due_at <= ?2 ORDER BY d.next_due_at",
                     )?
                     .query_map(params![DispatchState::Pending, now], |r| {
                         let headers: String = r.get(3)?;
@@ -114,6 +119,8 @@ impl Sandbox {
                                 .collect(),
                             first_at: r.get(4)?,
                             attempt: r.get::<_, u32>(5)? + 1,
+                            topic: r.get(6)?,
+                            secret: r.get(7)?,
                         })
                     })?
                     .collect::<rusqlite::Result<_>>()?;
@@ -176,7 +183,22 @@ impl Sandbox {
         }
     }
 
-    async fn attempt(&self, d: Due) -> anyhow::Result<()> {
+    async fn attempt(&self, mut d: Due) -> anyhow::Result<()> {
+        // Each attempt is signed anew, as the platform does (unless the
+        // sandbox was told to resend the first signature).
+        if d.attempt > 1
+            && !self.resend_first_signature
+            && let Some(secret) = &d.secret
+            && d.headers.iter().any(|(k, _)| k == "x-signature")
+        {
+            let data_id = url::Url::parse(&d.url).ok().and_then(|u| {
+                u.query_pairs()
+                    .find(|(k, _)| k == "data.id")
+                    .map(|(_, v)| v.into_owned())
+            });
+            let now_secs = (self.now() / 1000).max(0) as u64;
+            super::shapes::resign(&mut d.headers, secret, data_id.as_deref(), now_secs);
+        }
         let window = self
             .scaled(if d.attempt == 1 {
                 FIRST_WINDOW
@@ -209,7 +231,9 @@ impl Sandbox {
         };
         let latency = started.elapsed().as_millis() as i64;
         let acked = matches!(status, Some(200 | 201));
-        let next = (!acked)
+        // A fraud alert's webhook is never sent again.
+        let retried = d.topic != super::shapes::FRAUD_WEBHOOK;
+        let next = (!acked && retried)
             .then(|| RETRY_OFFSETS.get(d.attempt as usize - 1))
             .flatten()
             .map(|offset| d.first_at + self.scaled(*offset).as_millis() as i64);
@@ -219,6 +243,14 @@ impl Sandbox {
             (false, None) => DispatchState::GivenUp,
         };
         tracing::info!(dispatch = d.id, attempt = d.attempt, url = %d.url, status, acked, latency_ms = latency, "sandbox dispatch");
+        // What was sent is kept: the log shows each attempt's signature.
+        let sent_headers = serde_json::Value::Object(
+            d.headers
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+                .collect(),
+        )
+        .to_string();
         self.db
             .call(move |conn| {
                 let tx = conn.transaction()?;
@@ -228,8 +260,9 @@ impl Sandbox {
                     params![d.id, d.attempt, at, status, acked, latency, error],
                 )?;
                 tx.execute(
-                    "UPDATE dispatches SET attempts = ?2, state = ?3, next_due_at = ?4 WHERE id = ?1",
-                    params![d.id, d.attempt, state, next],
+                    "UPDATE dispatches SET attempts = ?2, state = ?3, next_due_at = ?4, headers = ?5
+                     WHERE id = ?1",
+                    params![d.id, d.attempt, state, next, sent_headers],
                 )?;
                 tx.commit()
             })

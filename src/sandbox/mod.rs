@@ -97,6 +97,9 @@ pub struct SandboxSettings {
     pub dispatch_loop: bool,
     /// How device e-mails leave.
     pub mail: mail::MailSettings,
+    /// Send retries with the first attempt's signature instead of signing
+    /// each anew (to test a receiver's timestamp tolerance).
+    pub resend_first_signature: bool,
 }
 
 pub struct Sandbox {
@@ -110,6 +113,7 @@ pub struct Sandbox {
     dispatch_loop: bool,
     mail: mail::MailSettings,
     faults: faults::Faults,
+    resend_first_signature: bool,
 }
 
 impl Sandbox {
@@ -170,6 +174,7 @@ impl Sandbox {
             dispatch_loop: settings.dispatch_loop,
             mail: settings.mail,
             faults: faults::Faults::default(),
+            resend_first_signature: settings.resend_first_signature,
         }))
     }
 

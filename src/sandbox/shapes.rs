@@ -147,6 +147,85 @@ pub fn fraud_alert(url: &str, order: &Value, payment: &Value, description: &str)
     }
 }
 
+/// The fraud alert's webhook form (`stop_delivery_op_wh`), as the docs show
+/// it: the alert's fields under `data`, no `data.id` in the body, the
+/// payment as the query's `data.id` (so the signature binds it). The
+/// platform sends it once and never again.
+pub fn fraud_alert_webhook(
+    url: &str,
+    order: &Value,
+    payment: &Value,
+    description: &str,
+    secret: Option<&str>,
+    now_iso: &str,
+    now_secs: u64,
+) -> Outgoing {
+    let payment_text = json_id_text(payment);
+    let request_id = random_hex(16);
+    let mut headers = vec![
+        ("content-type".to_string(), "application/json".to_string()),
+        (
+            "user-agent".into(),
+            "pointhook-sandbox WebHook v1.0 stop_delivery_op_wh".to_string(),
+        ),
+        ("x-request-id".into(), request_id.clone()),
+    ];
+    if let Some(secret) = secret {
+        headers.push((
+            "x-signature".into(),
+            verify::sign(
+                secret.as_bytes(),
+                Some(&payment_text),
+                Some(&request_id),
+                now_secs,
+            ),
+        ));
+    }
+    Outgoing {
+        url: with_query(url, &[("data.id", &payment_text), ("type", FRAUD_WEBHOOK)]),
+        form: super::dispatch::Form::Webhook,
+        topic: FRAUD_WEBHOOK.into(),
+        resource_id: payment_text.clone(),
+        body: json!({
+            "action": "Created",
+            "api_version": "v1",
+            "data": {
+                "description": description,
+                "merchant_order": order,
+                "payment_id": payment,
+                "site_id": "MLA",
+            },
+            "date_created": now_iso,
+            "id": payment_text,
+            "live_mode": false,
+            "type": FRAUD_WEBHOOK,
+            "user_id": 1,
+            "version": 1,
+        }),
+        headers,
+    }
+}
+
+/// The fraud alert's webhook type; the platform never retries it.
+pub const FRAUD_WEBHOOK: &str = "stop_delivery_op_wh";
+
+/// `headers` with a fresh `x-request-id` and an `x-signature` made now over
+/// `data_id`: the platform signs every attempt anew.
+pub fn resign(
+    headers: &mut Vec<(String, String)>,
+    secret: &str,
+    data_id: Option<&str>,
+    now_secs: u64,
+) {
+    let request_id = random_hex(16);
+    headers.retain(|(k, _)| k != "x-request-id" && k != "x-signature");
+    headers.push(("x-request-id".into(), request_id.clone()));
+    headers.push((
+        "x-signature".into(),
+        verify::sign(secret.as_bytes(), data_id, Some(&request_id), now_secs),
+    ));
+}
+
 pub fn json_id_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),

@@ -776,3 +776,42 @@ async fn shutdown_releases_the_lease_of_a_job_still_running() {
         "pending again; the interrupted attempt does not count"
     );
 }
+
+/// Ids above 2^53 (chargebacks have them) reach the merchant exactly, as
+/// strings; the API writes them as numbers.
+#[tokio::test]
+async fn ids_above_2_pow_53_round_trip_as_strings() {
+    let (api, app, _) = setup(None).await;
+    let cb: serde_json::Value =
+        serde_json::from_str(r#"{"id": 233000061680860001, "payments": [9007199254740993]}"#)
+            .unwrap();
+    api.set("/v1/chargebacks/233000061680860001", cb);
+    let payment: serde_json::Value = serde_json::from_str(
+        r#"{"id": 9007199254740993, "status": "charged_back", "transaction_amount": 5}"#,
+    )
+    .unwrap();
+    api.set("/v1/payments/9007199254740993", payment);
+    let f = fixture("ipn-chargebacks-query-only.json");
+    assert_eq!(f.query, "topic=chargebacks&id=233000061680860000");
+    app.post("topic=chargebacks&id=233000061680860001", &[], None)
+        .await;
+    app.post("topic=payment&id=9007199254740993", &[], None)
+        .await;
+    app.run_jobs().await;
+    let events = app.events();
+    assert_eq!(events[0].1["chargeback_id"], "233000061680860001");
+    assert_eq!(events[0].1["payment_ids"], json!(["9007199254740993"]));
+    assert_eq!(events[1].1["payment_id"], "9007199254740993");
+    // And in the bytes the merchant receives.
+    let body: String = app
+        .db()
+        .query_row("SELECT body FROM events ORDER BY rowid LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(
+        body.contains(r#""chargeback_id":"233000061680860001""#),
+        "{body}"
+    );
+    app.stop().await;
+}

@@ -103,6 +103,7 @@ pub async fn start_sandbox_mailing(
             accounts,
             dispatch_loop,
             mail,
+            resend_first_signature: false,
         },
         clock,
         url.clone(),
@@ -671,6 +672,186 @@ async fn end_to_end_a_fraud_alert_blocks_the_order_and_cancels_the_payment() {
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!app.event_types().contains(&"order.released".to_string()));
+    app.stop().await;
+    sb.stop().await;
+}
+
+/// Fraud alerts go out in both forms: the IPN on the schedule, the
+/// `stop_delivery_op_wh` webhook once, never retried (as documented).
+#[tokio::test]
+async fn a_fraud_alert_webhook_is_sent_once_and_the_ipn_on_the_schedule() {
+    let target = receiver(&[500]).await;
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let sb = start_sandbox(
+        vec![AccountSpec {
+            webhook_url: Some(target.uri()),
+            webhook_secret: Some(SECRET.into()),
+            ..account(Some(target.uri()))
+        }],
+        clock.clone(),
+        1.0,
+        false,
+        None,
+    )
+    .await;
+    let (status, _) = sb
+        .control(
+            "fraud_alerts",
+            json!({"merchant_order": 7, "payment_id": 8}),
+        )
+        .await;
+    assert_eq!(status, 202);
+    for _ in 0..8 {
+        sb.sandbox.run_due().await.unwrap();
+        clock.advance(Duration::from_secs(24 * 3600));
+    }
+    let log = sb.log().await;
+    let attempts = |topic: &str| {
+        let entry = log.iter().find(|e| e["topic"] == topic).unwrap();
+        entry["attempts"].as_array().unwrap().len()
+    };
+    assert_eq!(attempts("delivery_cancellation"), 6);
+    assert_eq!(attempts("stop_delivery_op_wh"), 1);
+    let webhook = target
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|r| r.url.query().unwrap_or("").contains("stop_delivery_op_wh"))
+        .unwrap();
+    assert_eq!(
+        webhook.url.query(),
+        Some("data.id=8&type=stop_delivery_op_wh")
+    );
+    let body: Value = serde_json::from_slice(&webhook.body).unwrap();
+    assert_eq!(body["data"]["payment_id"], 8);
+    assert_eq!(body["data"]["merchant_order"], 7);
+    assert!(webhook.headers.contains_key("x-signature"));
+    sb.stop().await;
+}
+
+/// `x-signature` of each attempt, in order.
+async fn signatures_of_retries(resend_first: bool) -> Vec<String> {
+    let target = receiver(&[500, 500, 200]).await;
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let sandbox = Sandbox::new(
+        SandboxSettings {
+            time_scale: 1.0,
+            state: None,
+            accounts: vec![AccountSpec {
+                webhook_url: Some(target.uri()),
+                webhook_secret: Some(SECRET.into()),
+                ..account(None)
+            }],
+            dispatch_loop: false,
+            mail: MailSettings::Spool(std::env::temp_dir().join("pointhook-resign-mail")),
+            resend_first_signature: resend_first,
+        },
+        clock.clone(),
+        url.clone(),
+    )
+    .await
+    .unwrap();
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(sandbox.clone().serve(listener, shutdown.clone()));
+    let sb = RunningSandbox {
+        url,
+        sandbox,
+        shutdown,
+        task,
+    };
+    let (_, intent) = sb.control("payment_intents", json!({"amount": 1500})).await;
+    let id = intent["id"].as_str().unwrap().to_string();
+    sb.control(
+        &format!("payment_intents/{id}/state"),
+        json!({"state": "CANCELED"}),
+    )
+    .await;
+    for _ in 0..3 {
+        sb.sandbox.run_due().await.unwrap();
+        clock.advance(Duration::from_secs(20 * 60));
+    }
+    let signatures = target
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.headers.contains_key("x-signature"))
+        .map(|r| r.headers["x-signature"].to_str().unwrap().to_string())
+        .collect();
+    sb.stop().await;
+    signatures
+}
+
+/// Every attempt of a signed webhook is signed anew (a new `ts`), unless
+/// the sandbox is told to resend the first signature.
+#[tokio::test]
+async fn signed_webhooks_are_signed_anew_at_each_attempt() {
+    let anew = signatures_of_retries(false).await;
+    assert_eq!(anew.len(), 3);
+    assert_ne!(anew[0], anew[1]);
+    assert_ne!(anew[1], anew[2]);
+    let ts = |sig: &str| sig.split(',').next().unwrap().to_string();
+    assert_ne!(
+        ts(&anew[0]),
+        ts(&anew[1]),
+        "signed at the time of the retry"
+    );
+    let first = signatures_of_retries(true).await;
+    assert_eq!(first.len(), 3);
+    assert!(first.iter().all(|s| *s == first[0]), "{first:?}");
+}
+
+/// pointhook authenticates the sandbox's signed fraud-alert webhook (its
+/// signature binds the payment), so an account with a secret acts on it.
+#[tokio::test]
+async fn end_to_end_a_signed_fraud_alert_webhook_moves_money() {
+    let merchant = Merchant::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let notifications = format!("http://{}/notifications", listener.local_addr().unwrap());
+    let sb = start_sandbox(
+        vec![AccountSpec {
+            webhook_url: Some(notifications.clone()),
+            webhook_secret: Some(SECRET.into()),
+            ..account(None)
+        }],
+        Arc::new(SystemClock),
+        0.01,
+        true,
+        None,
+    )
+    .await;
+    let app = spawn_app_with(TestConfig {
+        worker_loop: true,
+        listener: Some(listener),
+        accounts: format!(
+            "[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\nwebhook_secret = \"{SECRET}\"\n"
+        ),
+        ..TestConfig::default().api(&sb.url).extra(&merchant.config())
+    })
+    .await;
+    let (_, order) = sb
+        .control("merchant_orders", json!({"total_amount": 100}))
+        .await;
+    let (_, payment) = sb
+        .control(
+            &format!("merchant_orders/{}/payments", order["id"]),
+            json!({"amount": 100, "status": "in_process"}),
+        )
+        .await;
+    sb.control(
+        "fraud_alerts",
+        json!({"merchant_order": order["id"], "payment_id": payment["id"]}),
+    )
+    .await;
+    let data = wait_for_event(&app, "payment.cancelled").await;
+    assert_eq!(data["payment_id"], payment["id"].to_string());
+    assert!(
+        !app.event_types()
+            .contains(&"fraud_alert.unverified".to_string())
+    );
     app.stop().await;
     sb.stop().await;
 }

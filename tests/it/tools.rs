@@ -351,6 +351,57 @@ async fn client_commands_against_the_sandbox() {
     sb.stop().await;
 }
 
+/// `notify --fraud-alert` sends either form of a fraud alert; the webhook,
+/// signed over its payment, is one pointhook trusts.
+#[tokio::test]
+async fn notify_sends_a_fraud_alert_in_either_form() {
+    let app = spawn_app_with(TestConfig::with_secret()).await;
+    let url = app.url("/notifications");
+    let alert = [
+        "notify",
+        "--url",
+        &url,
+        "--fraud-alert",
+        "--order",
+        "77",
+        "--payment",
+        "88",
+    ];
+    let (ok, out, err) = pointhook(args(&alert)).await;
+    assert!(ok && out.contains("-> 200"), "{out} {err}");
+    let (ok, out, err) =
+        pointhook([args(&alert), args(&["--webhook", "--secret", SECRET])].concat()).await;
+    assert!(ok && out.contains("-> 200"), "{out} {err}");
+    let rows: Vec<(String, pointhook::domain::SignatureStatus)> = app
+        .db()
+        .prepare("SELECT topic, signature FROM deliveries ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    use pointhook::domain::SignatureStatus::{NotChecked, Valid};
+    assert_eq!(
+        rows,
+        [
+            ("delivery_cancellation".to_string(), NotChecked),
+            ("stop_delivery_op_wh".to_string(), Valid)
+        ]
+    );
+    let work: String = app
+        .db()
+        .query_row("SELECT work FROM jobs", [], |r| r.get(0))
+        .unwrap();
+    let work: serde_json::Value = serde_json::from_str(&work).unwrap();
+    assert_eq!(
+        work["authenticated"], true,
+        "both forms, one job, authenticated"
+    );
+    let (ok, _, err) = pointhook(args(&["notify", "--url", &url, "--fraud-alert"])).await;
+    assert!(!ok && err.contains("--order"), "{err}");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn notify_sends_what_the_receiver_accepts_signed_or_not() {
     let app = spawn_app_with(TestConfig::with_secret()).await;
