@@ -815,3 +815,21 @@ async fn ids_above_2_pow_53_round_trip_as_strings() {
     );
     app.stop().await;
 }
+
+/// An answer that is not the resource asked for fails the job, named.
+#[tokio::test]
+async fn a_fetched_resource_with_another_id_fails_the_job() {
+    let (api, app, _) = setup(None).await;
+    api.set(
+        "/v1/chargebacks/5",
+        json!({"id": 6, "payments": [], "documentation_status": "valid"}),
+    );
+    app.post("topic=chargebacks&id=5", &[], None).await;
+    app.run_jobs().await;
+    let (state, _, error) = app.job("chargeback:5");
+    assert_eq!(state, 3, "dead");
+    let error = error.unwrap();
+    assert!(error.contains("not the resource asked for"), "{error}");
+    assert!(app.events().is_empty());
+    app.stop().await;
+}
