@@ -200,14 +200,16 @@ impl App {
         };
         let admin = match (admin_listener, config.admin_token()?) {
             (Some(l), Some(token)) => {
-                let handler = Arc::new(http::admin::Admin {
-                    store: store.clone(),
-                    token,
-                    clock: options.clock.clone(),
-                    delivers_events: outbox.is_some(),
-                    metrics: metrics.clone(),
-                    default_account: Accounts::new(accounts.clone()).default_name(),
-                });
+                let handler = Arc::new(http::admin::Admin(http::admin::router(
+                    http::admin::AdminState {
+                        store: store.clone(),
+                        token,
+                        clock: options.clock.clone(),
+                        delivers_events: outbox.is_some(),
+                        metrics: metrics.clone(),
+                        default_account: Accounts::new(accounts.clone()).default_name(),
+                    },
+                )));
                 tracing::info!(listen = %l.local_addr().context("admin listener has no address")?, "admin API serving");
                 let settings = http::ServerSettings {
                     path: String::new(),

@@ -96,7 +96,8 @@ impl Outbox {
             }
             let wait = match self.store.next_event_due().await {
                 Ok(Some(at)) => Duration::from_millis(
-                    (at - self.now()).clamp(0, IDLE_MAX.as_millis() as i64) as u64,
+                    at.saturating_sub(self.now())
+                        .clamp(0, IDLE_MAX.as_millis() as i64) as u64,
                 ),
                 _ => IDLE_MAX,
             };
@@ -135,7 +136,7 @@ impl Outbox {
         };
         let now = self.now();
         let attempt = event.attempts + 1;
-        let next = now + backoff(attempt).as_millis() as i64;
+        let next = now.saturating_add(backoff(attempt).as_millis() as i64);
         let next = (next - event.created_at < self.give_up_after_ms).then_some(next);
         match next {
             Some(_) => {

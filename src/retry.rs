@@ -5,7 +5,8 @@ use std::time::Duration;
 use rand::RngExt;
 
 const FIRST: Duration = Duration::from_secs(1);
-const CAP: Duration = Duration::from_secs(300);
+/// The longest wait: backoff and a server's `Retry-After` alike.
+pub const CAP: Duration = Duration::from_secs(300);
 
 /// The delay after failed attempt number `attempt` (from 1): 1 s, doubling,
 /// capped at 5 minutes, with ±20 % jitter so that work that failed together
@@ -15,6 +16,11 @@ pub fn backoff(attempt: u32) -> Duration {
         .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
         .min(CAP);
     base.mul_f64(rand::rng().random_range(0.8..1.2))
+}
+
+/// A `Retry-After` as a wait, never longer than `CAP`.
+pub fn clamp_retry_after(after: Duration) -> Duration {
+    after.min(CAP)
 }
 
 #[cfg(test)]

@@ -467,22 +467,52 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
-/// `Retry-After` in seconds (the HTTP-date form is rare from APIs and is
-/// treated as absent: the usual backoff applies).
+/// `Retry-After`: seconds, or an HTTP date (a date in the past is "now").
+/// Unbounded here; the worker waits at most its longest backoff.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    headers
+    let text = headers
         .get(reqwest::header::RETRY_AFTER)?
         .to_str()
         .ok()?
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .map(Duration::from_secs)
+        .trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(text).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn after(value: &str) -> Option<Duration> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::RETRY_AFTER, value.parse().unwrap());
+        retry_after(&headers)
+    }
+
+    #[test]
+    fn retry_after_in_seconds_or_as_a_date() {
+        assert_eq!(after("7"), Some(Duration::from_secs(7)));
+        assert_eq!(
+            after("18446744073709551615"),
+            Some(Duration::from_secs(u64::MAX))
+        );
+        assert_eq!(after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
+        let later =
+            httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(120));
+        let d = after(&later).unwrap();
+        assert!(
+            d > Duration::from_secs(100) && d <= Duration::from_secs(120),
+            "{d:?}"
+        );
+        assert_eq!(after("soon"), None);
+        assert_eq!(after("-1"), None);
+    }
 
     #[test]
     fn urls_keep_a_base_path_and_encode_the_id() {

@@ -9,7 +9,6 @@ mod health;
 pub mod ingest;
 mod lenient_json;
 pub(crate) mod response;
-mod status_page;
 pub mod verify;
 
 use std::convert::Infallible;

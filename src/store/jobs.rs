@@ -3,6 +3,11 @@
 //! earlier process are released (one process owns the SQLite file). A job
 //! finishes in one of three ways, each in one transaction: done (with its
 //! decisions and events), back to pending with a backoff, or dead.
+//!
+//! The lease is fenced by the attempt number: renew, finish, release and a
+//! saga's mid-run effects only touch the row while it is still running
+//! under the same attempt. A run that lost its lease (expired and taken
+//! over) can never overwrite what the run that took it over records.
 
 use rusqlite::{Connection, params};
 
@@ -79,11 +84,27 @@ pub(super) fn lease(
     .collect()
 }
 
-pub(super) fn renew(conn: &Connection, id: i64, until: i64) -> rusqlite::Result<bool> {
+/// `false`: the lease is no longer this run's.
+pub(super) fn renew(conn: &Connection, job: &LeasedJob, until: i64) -> rusqlite::Result<bool> {
     Ok(conn.execute(
-        "UPDATE jobs SET lease_until = ?2 WHERE id = ?1 AND state = ?3",
-        params![id, until, JobState::Running],
+        "UPDATE jobs SET lease_until = ?3 WHERE id = ?1 AND attempts = ?2 AND state = ?4",
+        params![job.id, job.attempt, until, JobState::Running],
     )? == 1)
+}
+
+/// Whether the job is still running under this run's lease.
+pub(super) fn holds_lease(conn: &Connection, job: &LeasedJob) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM jobs WHERE id = ?1 AND attempts = ?2 AND state = ?3")?
+        .exists(params![job.id, job.attempt, JobState::Running])
+}
+
+/// What became of a run's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finish {
+    /// Recorded; these events were queued.
+    Recorded(Vec<String>),
+    /// The lease was lost: nothing was recorded.
+    LeaseLost,
 }
 
 /// How a run ended.
@@ -108,7 +129,8 @@ pub struct FetchRow {
     pub at: i64,
 }
 
-/// Records a run's outcome and its API calls; returns the events queued.
+/// Records a run's outcome and its API calls, if the run still holds its
+/// lease.
 pub(super) fn finish(
     conn: &Connection,
     job: &LeasedJob,
@@ -116,7 +138,10 @@ pub(super) fn finish(
     fetches: &[FetchRow],
     now: i64,
     deliver_events: bool,
-) -> rusqlite::Result<Vec<String>> {
+) -> rusqlite::Result<Finish> {
+    if !holds_lease(conn, job)? {
+        return Ok(Finish::LeaseLost);
+    }
     for f in fetches {
         conn.prepare_cached(
             "INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at)
@@ -132,47 +157,76 @@ pub(super) fn finish(
             f.at
         ])?;
     }
+    // Every update below is fenced like the check above: same attempt,
+    // still running.
+    let fence = "WHERE id = ?1 AND attempts = ?2 AND state = ?3";
     match outcome {
         JobOutcome::Done(effects) => {
             let emitted = decisions::apply(conn, job, effects, now, deliver_events)?;
             conn.execute(
-                "UPDATE jobs SET
-                     state = CASE WHEN rerun = 1 THEN ?2 ELSE ?3 END,
-                     attempts = CASE WHEN rerun = 1 THEN 0 ELSE attempts END,
-                     run_at = ?4, rerun = 0, lease_until = NULL, last_error = NULL, updated_at = ?4
-                 WHERE id = ?1",
-                params![job.id, JobState::Pending, JobState::Done, now],
+                &format!(
+                    "UPDATE jobs SET
+                         state = CASE WHEN rerun = 1 THEN ?4 ELSE ?5 END,
+                         attempts = CASE WHEN rerun = 1 THEN 0 ELSE attempts END,
+                         run_at = ?6, rerun = 0, lease_until = NULL, last_error = NULL, updated_at = ?6
+                     {fence}"
+                ),
+                params![job.id, job.attempt, JobState::Running, JobState::Pending, JobState::Done, now],
             )?;
-            Ok(emitted)
+            Ok(Finish::Recorded(emitted))
         }
         JobOutcome::Retry { run_at, error } => {
             conn.execute(
-                "UPDATE jobs SET state = ?2,
-                     run_at = CASE WHEN rerun = 1 THEN ?5 ELSE ?3 END,
-                     rerun = 0, lease_until = NULL, last_error = ?4, updated_at = ?5
-                 WHERE id = ?1",
-                params![job.id, JobState::Pending, run_at, error, now],
+                &format!(
+                    "UPDATE jobs SET state = ?4,
+                         run_at = CASE WHEN rerun = 1 THEN ?7 ELSE ?5 END,
+                         rerun = 0, lease_until = NULL, last_error = ?6, updated_at = ?7
+                     {fence}"
+                ),
+                params![
+                    job.id,
+                    job.attempt,
+                    JobState::Running,
+                    JobState::Pending,
+                    run_at,
+                    error,
+                    now
+                ],
             )?;
-            Ok(Vec::new())
+            Ok(Finish::Recorded(Vec::new()))
         }
+        // A re-run asked for while it ran means a notification came after
+        // the run began: the platform will not send it again, so the job
+        // starts over instead of dying.
         JobOutcome::Dead { error } => {
             conn.execute(
-                "UPDATE jobs SET state = ?2, rerun = 0, lease_until = NULL, last_error = ?3, updated_at = ?4
-                 WHERE id = ?1",
-                params![job.id, JobState::Dead, error, now],
+                &format!(
+                    "UPDATE jobs SET
+                         state = CASE WHEN rerun = 1 THEN ?4 ELSE ?5 END,
+                         attempts = CASE WHEN rerun = 1 THEN 0 ELSE attempts END,
+                         run_at = ?7, rerun = 0, lease_until = NULL, last_error = ?6, updated_at = ?7
+                     {fence}"
+                ),
+                params![job.id, job.attempt, JobState::Running, JobState::Pending, JobState::Dead, error, now],
             )?;
-            Ok(Vec::new())
+            Ok(Finish::Recorded(Vec::new()))
         }
     }
 }
 
 /// Interrupted by shutdown: pending again, and the attempt does not count.
-pub(super) fn release(conn: &Connection, id: i64, now: i64) -> rusqlite::Result<()> {
+pub(super) fn release(conn: &Connection, job: &LeasedJob, now: i64) -> rusqlite::Result<()> {
     conn.execute(
-        "UPDATE jobs SET state = ?2, attempts = max(attempts - 1, 0), lease_until = NULL,
-             run_at = ?3, updated_at = ?3
-         WHERE id = ?1 AND state = ?4",
-        params![id, JobState::Pending, now, JobState::Running],
+        "UPDATE jobs SET state = ?4, attempts = max(attempts - 1, 0), lease_until = NULL,
+             run_at = ?5, updated_at = ?5
+         WHERE id = ?1 AND attempts = ?2 AND state = ?3",
+        params![
+            job.id,
+            job.attempt,
+            JobState::Running,
+            JobState::Pending,
+            now
+        ],
     )?;
     Ok(())
 }

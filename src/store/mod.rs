@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 pub use decisions::{event_id, rfc3339};
 pub use deliveries::{Ingested, NewDelivery, NewJob, fingerprint};
 pub use events::DueEvent;
-pub use jobs::{FetchRow, JobOutcome, LeasedJob};
+pub use jobs::{FetchRow, Finish, JobOutcome, LeasedJob};
 pub use migrations::LATEST as SCHEMA_VERSION;
 pub use reviews::{Answer, ReviewView};
 
@@ -54,6 +54,10 @@ pub enum StoreError {
     },
     #[error("database schema version {found} is newer than this pointhook knows ({known})")]
     TooNew { found: i64, known: i64 },
+    #[error(
+        "another pointhook is serving {path} (it holds {path}.lock); one process owns a SQLite database"
+    )]
+    Locked { path: String },
 }
 
 /// A handle to the database; cheap to clone.
@@ -64,6 +68,8 @@ pub struct Store {
 
 struct Inner {
     path: PathBuf,
+    /// Held (locked) for as long as this process serves the database.
+    _owner: std::fs::File,
     writer: Writer,
     readers: Mutex<Vec<Connection>>,
     threads: Mutex<Threads>,
@@ -86,6 +92,7 @@ impl Store {
     /// Opens (creating if needed) and migrates the database at `path`, then
     /// starts the writer and checkpointer threads.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let owner = take_ownership(path)?;
         let mut conn = open_connection(path)?;
         migrations::migrate(&mut conn)?;
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
@@ -94,6 +101,7 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
+                _owner: owner,
                 writer,
                 readers: Mutex::new(Vec::new()),
                 threads: Mutex::new(Threads {
@@ -172,13 +180,13 @@ impl Store {
             .await
     }
 
-    /// `false`: the job is no longer ours.
-    pub async fn renew_lease(&self, id: i64, until: i64) -> Result<bool, StoreError> {
-        self.write(move |c| jobs::renew(c, id, until)).await
+    /// `false`: the lease is no longer this run's.
+    pub async fn renew_lease(&self, job: LeasedJob, until: i64) -> Result<bool, StoreError> {
+        self.write(move |c| jobs::renew(c, &job, until)).await
     }
 
-    /// Records how a run ended, with the API calls it made; returns the
-    /// events queued.
+    /// Records how a run ended, with the API calls it made, if it still
+    /// holds its lease.
     pub async fn finish_job(
         &self,
         job: LeasedJob,
@@ -186,34 +194,40 @@ impl Store {
         fetches: Vec<FetchRow>,
         now: i64,
         deliver_events: bool,
-    ) -> Result<Vec<String>, StoreError> {
-        let emitted = self
+    ) -> Result<Finish, StoreError> {
+        let finish = self
             .write(move |c| jobs::finish(c, &job, &outcome, &fetches, now, deliver_events))
             .await?;
-        if !emitted.is_empty() {
+        if matches!(&finish, Finish::Recorded(emitted) if !emitted.is_empty()) {
             self.inner.events_ready.notify_one();
         }
         // A re-run requested while it ran may have made it pending again.
         self.inner.jobs_ready.notify_one();
-        Ok(emitted)
+        Ok(finish)
     }
 
     /// Records effects now, in the middle of a job (a step of a saga that
-    /// must be durable before the next call); returns the events queued.
+    /// must be durable before the next call), if the run still holds its
+    /// lease.
     pub async fn record_effects(
         &self,
         job: LeasedJob,
         effects: crate::domain::Effects,
         now: i64,
         deliver_events: bool,
-    ) -> Result<Vec<String>, StoreError> {
-        let emitted = self
-            .write(move |c| decisions::apply(c, &job, &effects, now, deliver_events))
+    ) -> Result<Finish, StoreError> {
+        let finish = self
+            .write(move |c| {
+                if !jobs::holds_lease(c, &job)? {
+                    return Ok(Finish::LeaseLost);
+                }
+                decisions::apply(c, &job, &effects, now, deliver_events).map(Finish::Recorded)
+            })
             .await?;
-        if !emitted.is_empty() {
+        if matches!(&finish, Finish::Recorded(emitted) if !emitted.is_empty()) {
             self.inner.events_ready.notify_one();
         }
-        Ok(emitted)
+        Ok(finish)
     }
 
     /// Whether a merchant order is (released, blocked).
@@ -271,8 +285,8 @@ impl Store {
         Ok(answer)
     }
 
-    pub async fn release_job(&self, id: i64, now: i64) -> Result<(), StoreError> {
-        self.write(move |c| jobs::release(c, id, now)).await
+    pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
+        self.write(move |c| jobs::release(c, &job, now)).await
     }
 
     pub async fn next_job_due(&self) -> Result<Option<i64>, StoreError> {
@@ -415,6 +429,34 @@ pub fn open_existing(path: &Path) -> Result<Connection, StoreError> {
         )));
     }
     Ok(conn)
+}
+
+/// Locks `{path}.lock` for this process, so that a second server on the
+/// same file refuses to start instead of releasing the first one's leases.
+/// The lock goes with the process, however it ends.
+fn take_ownership(path: &Path) -> Result<std::fs::File, StoreError> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|source| StoreError::Io {
+            context: format!("cannot open {}", lock_path.display()),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
+            path: path.display().to_string(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Io {
+            context: format!("cannot lock {}", lock_path.display()),
+            source,
+        }),
+    }
 }
 
 /// Opens a connection with the settings every connection needs.

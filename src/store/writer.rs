@@ -79,6 +79,8 @@ pub struct Writer {
 #[derive(Default)]
 pub struct Faults {
     pub fail_commits: AtomicBool,
+    /// The writer thread panics at its next batch.
+    pub panic_writer: AtomicBool,
 }
 
 impl Writer {
@@ -86,10 +88,31 @@ impl Writer {
     pub fn spawn(conn: Connection) -> Result<(Writer, JoinHandle<()>), StoreError> {
         let (tx, rx) = mpsc::channel(QUEUE);
         let faults = Arc::new(Faults::default());
+        #[cfg(feature = "fault-injection")]
+        if std::env::var_os("POINTHOOK_FAULT_PANIC_WRITER").is_some() {
+            faults.panic_writer.store(true, Ordering::Relaxed);
+        }
         let thread_faults = faults.clone();
         let handle = std::thread::Builder::new()
             .name("pointhook-writer".into())
-            .spawn(move || run(conn, rx, thread_faults))
+            .spawn(move || {
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run(conn, rx, thread_faults)
+                }));
+                if let Err(panic) = ran {
+                    // Without its writer the process could only answer 503
+                    // for ever: end it, and the service manager starts a
+                    // fresh one. What was acknowledged is committed.
+                    let message = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    tracing::error!(error = %message, "the storage writer died; exiting so that pointhook is restarted");
+                    eprintln!("pointhook: the storage writer died ({message}); exiting");
+                    std::process::exit(70);
+                }
+            })
             .map_err(|e| StoreError::Io {
                 context: "cannot start the writer thread".into(),
                 source: e,
@@ -140,6 +163,9 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<Msg>, faults: Arc<Faults>) {
         if batch.is_empty() {
             continue;
         }
+        if faults.panic_writer.load(Ordering::Relaxed) {
+            panic!("injected writer panic");
+        }
         commit_batch(&mut conn, &mut batch, &faults);
         // Busy means the checkpoint thread is at it: try after the next batch.
         if last_checkpoint.elapsed() >= CATCH_UP_EVERY && catch_up_checkpoint(&conn) {
@@ -176,7 +202,10 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Box<dyn Op>>, faults: &Fa
 }
 
 /// Applies `ops` in one transaction and commits when every one succeeded;
-/// `Ok(false)`: one failed and the transaction was rolled back.
+/// `Ok(false)`: one failed and the transaction was rolled back. It stops at
+/// the first failure: SQLite may have rolled the transaction back by itself
+/// (a full disk, an I/O error), and what ran after would run outside any
+/// transaction, committed one statement at a time.
 fn run_in_transaction<'a>(
     conn: &mut Connection,
     ops: impl Iterator<Item = &'a mut Box<dyn Op>>,
@@ -185,14 +214,15 @@ fn run_in_transaction<'a>(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| format!("cannot begin a transaction: {e}"))?;
-    let mut all = true;
     for op in ops {
-        all &= op.apply(&tx);
-    }
-    if !all {
-        tx.rollback()
-            .map_err(|e| format!("cannot roll back: {e}"))?;
-        return Ok(false);
+        if !op.apply(&tx) {
+            // Rolled back by SQLite already, or by us now.
+            if !tx.is_autocommit() {
+                tx.rollback()
+                    .map_err(|e| format!("cannot roll back: {e}"))?;
+            }
+            return Ok(false);
+        }
     }
     if faults.fail_commits.load(Ordering::Relaxed) {
         return Err("injected storage fault".into());

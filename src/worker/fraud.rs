@@ -119,14 +119,7 @@ async fn block_then(
 ) -> Result<Effects, JobError> {
     let payment_id = payment.map(|p| p.id.clone());
     let block = alert.block(order, payment_id.as_ref());
-    ctx.store
-        .record_effects(
-            job.clone(),
-            Effects::one(block),
-            ctx.now(),
-            ctx.deliver_events,
-        )
-        .await?;
+    ctx.record(job, Effects::one(block)).await?;
     let (released, blocked) = ctx
         .store
         .order_flags(job.account.clone(), order.to_string())

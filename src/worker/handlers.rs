@@ -12,7 +12,7 @@ use crate::domain::{
 };
 use crate::money::Overflow;
 use crate::rules::{self, IntentDecision};
-use crate::store::{LeasedJob, Store};
+use crate::store::{Finish, LeasedJob, Store};
 
 /// Attempts a payment job waits for its merchant order to list the payment
 /// as approved (about four minutes of backoff) before deciding from what
@@ -36,6 +36,18 @@ pub(super) struct Ctx<'a> {
 impl Ctx<'_> {
     pub fn now(&self) -> i64 {
         crate::store::unix_ms(self.clock.now())
+    }
+
+    /// Records `effects` now, mid-run; the run stops if its lease is lost.
+    pub async fn record(&self, job: &LeasedJob, effects: Effects) -> Result<(), JobError> {
+        match self
+            .store
+            .record_effects(job.clone(), effects, self.now(), self.deliver_events)
+            .await?
+        {
+            Finish::Recorded(_) => Ok(()),
+            Finish::LeaseLost => Err(JobError::LeaseLost),
+        }
     }
 
     /// Whether the job still has attempts for waiting `bound` of them.
@@ -77,9 +89,7 @@ async fn payment(ctx: &Ctx<'_>, job: &LeasedJob, id: &PaymentId) -> Result<Effec
     if rules::payment::order_is_behind(&payment, &order) && ctx.may_wait(job, ORDER_BEHIND_ATTEMPTS)
     {
         // Tell the payment now; the order is looked at again shortly.
-        ctx.store
-            .record_effects(job.clone(), effects, ctx.now(), ctx.deliver_events)
-            .await?;
+        ctx.record(job, effects).await?;
         return Err(JobError::Retry {
             reason: format!("merchant order {order_id} does not list approved payment {id} yet"),
             after: None,

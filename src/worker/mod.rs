@@ -9,9 +9,11 @@ mod fraud;
 mod handlers;
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -20,8 +22,8 @@ use tracing::Instrument;
 use crate::api::{ApiClient, ApiError, ErrorClass};
 use crate::clock::Clock;
 use crate::domain::UnauthenticatedAlerts;
-use crate::retry::backoff;
-use crate::store::{self, FetchRow, JobOutcome, LeasedJob, Store, StoreError};
+use crate::retry::{backoff, clamp_retry_after};
+use crate::store::{self, FetchRow, Finish, JobOutcome, LeasedJob, Store, StoreError};
 
 /// Attempts a job gets while the API answers 404 before the resource is
 /// considered gone (a notification can arrive before its resource reads).
@@ -68,6 +70,11 @@ pub enum JobError {
     },
     #[error("{0}")]
     Permanent(String),
+    #[error("{0}")]
+    Panicked(String),
+    /// The run no longer holds its lease: it stops and records nothing.
+    #[error("the lease was lost")]
+    LeaseLost,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -176,13 +183,13 @@ impl Worker {
                 tracker.spawn(async move {
                     let id = job.id;
                     tokio::select! {
-                        r = worker.execute(job) => {
+                        r = worker.execute(job.clone()) => {
                             if let Err(e) = r {
                                 tracing::error!(job_id = id, error = %e, "cannot record a job's outcome");
                             }
                         }
                         () = hard_stop.cancelled() => {
-                            let _ = worker.store.release_job(id, worker.now()).await;
+                            let _ = worker.store.release_job(job, worker.now()).await;
                             tracing::warn!(job_id = id, "stopped at shutdown; lease released");
                         }
                     }
@@ -205,24 +212,20 @@ impl Worker {
     /// `IDLE_MAX`.
     async fn idle_wait(&self) -> Duration {
         match self.store.next_job_due().await {
-            Ok(Some(at)) => {
-                Duration::from_millis((at - self.now()).clamp(0, IDLE_MAX.as_millis() as i64) as u64)
-            }
+            Ok(Some(at)) => Duration::from_millis(
+                at.saturating_sub(self.now())
+                    .clamp(0, IDLE_MAX.as_millis() as i64) as u64,
+            ),
             _ => IDLE_MAX,
         }
     }
 
+    /// Runs `job` while keeping its lease, and records how it ended. A
+    /// panicking handler is caught and recorded like a failure; a run whose
+    /// lease is lost stops where it is and records nothing.
     async fn execute(&self, job: LeasedJob) -> Result<(), StoreError> {
         let span = tracing::info_span!("job", job_id = job.id, key = %job.key, account = %job.account, attempt = job.attempt);
         async {
-            let renewal = CancellationToken::new();
-            let renewer = tokio::spawn(renew_lease(
-                self.store.clone(),
-                self.clock.clone(),
-                job.id,
-                self.settings.lease,
-                renewal.clone(),
-            ));
             let ctx = handlers::Ctx {
                 api: &self.api,
                 store: &self.store,
@@ -231,9 +234,20 @@ impl Worker {
                 max_attempts: self.settings.max_attempts,
                 alerts: &self.settings.alerts,
             };
-            let (result, fetches) = crate::api::recording(handlers::run(&ctx, &job)).await;
-            renewal.cancel();
-            let _ = renewer.await;
+            let run =
+                AssertUnwindSafe(crate::api::recording(handlers::run(&ctx, &job))).catch_unwind();
+            // The renewal lives exactly as long as the run: whichever ends
+            // first ends the other.
+            let (result, fetches) = tokio::select! {
+                ran = run => match ran {
+                    Ok((result, fetches)) => (result, fetches),
+                    Err(panic) => (Err(JobError::Panicked(panic_message(&*panic))), Vec::new()),
+                },
+                () = keep_lease(&self.store, self.clock.as_ref(), &job, self.settings.lease) => {
+                    tracing::warn!("lease lost: this run stops and records nothing");
+                    return Ok(());
+                }
+            };
             let fetches = fetches
                 .into_iter()
                 .map(|f| FetchRow {
@@ -257,20 +271,37 @@ impl Worker {
         fetches: Vec<FetchRow>,
     ) -> Result<(), StoreError> {
         let now = self.now();
+        let retry_at =
+            |delay: Duration| now.saturating_add(delay.as_millis().min(i64::MAX as u128) as i64);
         let outcome = match result {
             Ok(effects) => JobOutcome::Done(effects),
-            Err(JobError::Retry { reason, .. }) if job.attempt >= self.settings.max_attempts => {
-                tracing::error!(error = %reason, "job dead: out of attempts");
+            Err(JobError::LeaseLost) => {
+                tracing::warn!("lease lost mid-run: nothing more is recorded");
+                return Ok(());
+            }
+            Err(e @ (JobError::Retry { .. } | JobError::Panicked(_)))
+                if job.attempt >= self.settings.max_attempts =>
+            {
+                tracing::error!(error = %e, "job dead: out of attempts");
                 JobOutcome::Dead {
-                    error: format!("after {} attempts: {reason}", job.attempt),
+                    error: format!("after {} attempts: {e}", job.attempt),
                 }
             }
             Err(JobError::Retry { reason, after }) => {
-                let delay = after.unwrap_or_else(|| backoff(job.attempt));
+                // The platform's Retry-After is honoured up to the longest
+                // backoff: a job is never parked for longer.
+                let delay = after.map_or_else(|| backoff(job.attempt), clamp_retry_after);
                 tracing::warn!(error = %reason, retry_in_ms = delay.as_millis() as u64, "job will be retried");
                 JobOutcome::Retry {
-                    run_at: now + delay.as_millis() as i64,
+                    run_at: retry_at(delay),
                     error: reason,
+                }
+            }
+            Err(e @ JobError::Panicked(_)) => {
+                tracing::error!(error = %e, "job panicked; will be retried");
+                JobOutcome::Retry {
+                    run_at: retry_at(backoff(job.attempt)),
+                    error: e.to_string(),
                 }
             }
             Err(JobError::Permanent(reason)) => {
@@ -280,41 +311,52 @@ impl Worker {
             Err(JobError::Store(e)) => {
                 tracing::warn!(error = %e, "job hit a storage error; will be retried");
                 JobOutcome::Retry {
-                    run_at: now + backoff(job.attempt).as_millis() as i64,
+                    run_at: retry_at(backoff(job.attempt)),
                     error: e.to_string(),
                 }
             }
         };
-        let events = self
+        match self
             .store
             .finish_job(job, outcome, fetches, now, self.settings.deliver_events)
-            .await?;
-        if !events.is_empty() {
-            tracing::debug!(events = events.len(), "events queued");
+            .await?
+        {
+            Finish::Recorded(events) if !events.is_empty() => {
+                tracing::debug!(events = events.len(), "events queued");
+            }
+            Finish::Recorded(_) => {}
+            Finish::LeaseLost => {
+                tracing::warn!("lease lost before the outcome was recorded: discarded");
+            }
         }
         Ok(())
     }
 }
 
-async fn renew_lease(
-    store: Store,
-    clock: Arc<dyn Clock>,
-    id: i64,
-    lease: Duration,
-    stop: CancellationToken,
-) {
+/// What a panic said, for the job's last error.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    format!("the handler panicked: {text}")
+}
+
+/// Renews `job`'s lease every third of its length; returns only when the
+/// lease is lost (taken over, or the job finished elsewhere).
+async fn keep_lease(store: &Store, clock: &dyn Clock, job: &LeasedJob, lease: Duration) {
     let mut every = tokio::time::interval(lease / 3);
     every.tick().await;
     loop {
-        tokio::select! {
-            _ = every.tick() => {}
-            () = stop.cancelled() => return,
-        }
-        let until = store::unix_ms(clock.now()) + lease.as_millis() as i64;
-        match store.renew_lease(id, until).await {
+        every.tick().await;
+        let until = store::unix_ms(clock.now()).saturating_add(lease.as_millis() as i64);
+        match store.renew_lease(job.clone(), until).await {
             Ok(true) => {}
-            Ok(false) => tracing::warn!(job_id = id, "lease lost"),
-            Err(e) => tracing::warn!(job_id = id, error = %e, "cannot renew the lease"),
+            Ok(false) => return,
+            // Storage trouble: try again at the next tick; the lease may
+            // still hold.
+            Err(e) => tracing::warn!(error = %e, "cannot renew the lease"),
         }
     }
 }

@@ -94,6 +94,83 @@ async fn the_admin_api_needs_its_token() {
     s.app.stop().await;
 }
 
+/// Basic credentials (what a browser remembers for the status page) open
+/// no API route, and no change is made for a request another site made.
+#[tokio::test]
+async fn the_api_takes_only_the_bearer_token_and_no_cross_site_writes() {
+    let s = scene().await;
+    let base = format!("http://{}", s.app.admin_addr.unwrap());
+    for (method, path) in [
+        ("GET", "/api/jobs"),
+        ("POST", "/api/jobs/retry-dead"),
+        ("GET", "/metrics"),
+    ] {
+        let req = match method {
+            "POST" => s.app.client.post(format!("{base}{path}")),
+            _ => s.app.client.get(format!("{base}{path}")),
+        };
+        let res = req.basic_auth("ops", Some(TOKEN)).send().await.unwrap();
+        assert_eq!(res.status(), 401, "{method} {path} with Basic");
+        assert_eq!(res.headers()["www-authenticate"], "Bearer");
+    }
+    let cross_site = [
+        ("origin", "http://evil.example"),
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-site", "same-site"),
+    ];
+    for (name, value) in cross_site {
+        let res = s
+            .app
+            .client
+            .post(format!("{base}/api/jobs/retry-dead"))
+            .bearer_auth(TOKEN)
+            .header(name, value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403, "{name}: {value}");
+        let res = s
+            .app
+            .client
+            .post(format!("{base}/jobs/1/retry"))
+            .basic_auth("ops", Some(TOKEN))
+            .header(name, value)
+            .form(&[("csrf", "x")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403, "{name}: {value}");
+    }
+    // The page's own origin, a typed request, and reads from anywhere pass.
+    for (name, value) in [
+        ("origin", base.clone()),
+        ("sec-fetch-site", "same-origin".to_string()),
+        ("sec-fetch-site", "none".to_string()),
+    ] {
+        let res = s
+            .app
+            .client
+            .post(format!("{base}/api/jobs/retry-dead"))
+            .bearer_auth(TOKEN)
+            .header(name, value.as_str())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{name}: {value}");
+    }
+    let res = s
+        .app
+        .client
+        .get(format!("{base}/api/jobs"))
+        .bearer_auth(TOKEN)
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    s.app.stop().await;
+}
+
 #[tokio::test]
 async fn the_admin_api_is_off_without_an_admin_section() {
     let app = spawn_app().await;
@@ -434,6 +511,14 @@ async fn the_status_page_shows_health_and_retries_a_dead_job() {
             .unwrap()
             .starts_with("text/html")
     );
+    assert_eq!(res.headers()["x-frame-options"], "DENY");
+    assert!(
+        res.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("frame-ancestors 'none'")
+    );
+    assert_eq!(res.headers()["cache-control"], "no-store");
     let html = res.text().await.unwrap();
     for text in [
         "pointhook status",
@@ -486,5 +571,46 @@ async fn the_status_page_shows_health_and_retries_a_dead_job() {
     assert_eq!(res.status(), 303);
     assert_eq!(res.headers()["location"], "/");
     assert_eq!(s.app.job("merchant_order:777").0, 0, "re-queued");
+    // The form body is bounded.
+    let res = no_redirects
+        .post(format!("{base}/jobs/{dead}/retry"))
+        .basic_auth("ops", Some(TOKEN))
+        .body(format!("csrf={csrf}&pad={}", "x".repeat(4096)))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 413);
     s.app.stop().await;
+}
+
+/// Whatever a notification holds, the page shows it as text.
+#[tokio::test]
+async fn the_status_page_escapes_what_it_shows() {
+    let app = spawn_app_with(TestConfig {
+        admin_token: Some(TOKEN.into()),
+        ..Default::default()
+    })
+    .await;
+    let res = app
+        .post("topic=%3Cscript%3Ealert(1)%3C%2Fscript%3E&id=1", &[], None)
+        .await;
+    assert_eq!(res.status(), 200);
+    let html = app
+        .client
+        .get(format!("http://{}/", app.admin_addr.unwrap()))
+        .basic_auth("ops", Some(TOKEN))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!html.contains("<script>alert(1)</script>"));
+    assert!(
+        html.contains("&#60;script&#62;alert(1)&#60;/script&#62;")
+            || html.contains("&lt;script&gt;"),
+        "{html}"
+    );
+    app.stop().await;
 }
