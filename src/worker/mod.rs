@@ -50,6 +50,9 @@ pub struct Worker {
     api: Arc<ApiClient>,
     clock: Arc<dyn Clock>,
     settings: WorkerSettings,
+    /// Test builds only: the next job's handler panics.
+    #[cfg(feature = "fault-injection")]
+    panic_next: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +110,16 @@ impl Worker {
             api,
             clock,
             settings,
+            #[cfg(feature = "fault-injection")]
+            panic_next: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Makes the next job's handler panic (test builds only).
+    #[cfg(feature = "fault-injection")]
+    pub fn panic_next_job(&self) {
+        self.panic_next
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn now(&self) -> i64 {
@@ -234,8 +246,19 @@ impl Worker {
                 max_attempts: self.settings.max_attempts,
                 alerts: &self.settings.alerts,
             };
-            let run =
-                AssertUnwindSafe(crate::api::recording(handlers::run(&ctx, &job))).catch_unwind();
+            #[cfg(feature = "fault-injection")]
+            let inject = self
+                .panic_next
+                .swap(false, std::sync::atomic::Ordering::SeqCst);
+            #[cfg(not(feature = "fault-injection"))]
+            let inject = false;
+            let run = AssertUnwindSafe(async {
+                if inject {
+                    panic!("injected handler panic");
+                }
+                crate::api::recording(handlers::run(&ctx, &job)).await
+            })
+            .catch_unwind();
             // The renewal lives exactly as long as the run: whichever ends
             // first ends the other.
             let (result, fetches) = tokio::select! {

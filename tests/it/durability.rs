@@ -13,21 +13,6 @@ fn write_config(dir: &std::path::Path) -> std::path::PathBuf {
     )
 }
 
-fn write_config_with(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
-    let db = dir.join("pointhook.db");
-    let config = dir.join("pointhook.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = {:?}\n{extra}\
-             [[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n",
-            db.display().to_string()
-        ),
-    )
-    .unwrap();
-    config
-}
-
 #[tokio::test]
 async fn every_acknowledged_delivery_survives_kill_9() {
     init_logs();

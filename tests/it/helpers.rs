@@ -30,6 +30,8 @@ pub struct TestConfig {
     pub admin_token: Option<String>,
     /// Serve notifications here (bound by the test) instead of a new port.
     pub listener: Option<tokio::net::TcpListener>,
+    /// More keys of the `[worker]` section.
+    pub worker: String,
 }
 
 impl Default for TestConfig {
@@ -43,6 +45,7 @@ impl Default for TestConfig {
             api_timeout_secs: 1,
             admin_token: None,
             listener: None,
+            worker: String::new(),
         }
     }
 }
@@ -88,11 +91,12 @@ impl TestConfig {
         admin
             + &format!(
                 "{extra}\n[storage]\npath = {db:?}\n[api]\nbase_url = {api:?}\ntimeout_secs = {timeout}\n\
-             requests_per_second = 1000\n[worker]\nenabled = {worker}\nmax_attempts = 6\n{accounts}",
+             requests_per_second = 1000\n[worker]\nenabled = {worker}\nmax_attempts = 6\n{worker_extra}\n{accounts}",
                 extra = self.extra,
                 db = db.display().to_string(),
                 api = self.api_base,
                 worker = self.worker_loop,
+                worker_extra = self.worker,
                 timeout = self.api_timeout_secs,
                 accounts = self.accounts,
             )
@@ -496,4 +500,21 @@ pub fn cli(app: &TestApp, args: &[&str]) -> (bool, String, String) {
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
     )
+}
+
+/// A config file in `dir` for the real binary: port 0, `dir/pointhook.db`,
+/// one account, and `extra` TOML.
+pub fn write_config_with(dir: &Path, extra: &str) -> PathBuf {
+    let db = dir.join("pointhook.db");
+    let config = dir.join("pointhook.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\npath = {:?}\n{extra}\
+             [[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n",
+            db.display().to_string()
+        ),
+    )
+    .unwrap();
+    config
 }

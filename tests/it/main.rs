@@ -14,6 +14,7 @@ mod operations;
 mod operator;
 mod processing;
 mod protections;
+mod robustness;
 mod sandbox;
 mod signatures;
 mod tools;
