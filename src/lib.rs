@@ -195,6 +195,7 @@ impl App {
             path: s.path.clone(),
             read_timeout: Duration::from_secs(s.read_timeout_secs),
             max_connections: s.max_connections,
+            max_connections_per_ip: s.max_connections_per_ip,
             drain_timeout: Duration::from_secs(s.drain_timeout_secs),
             rate_limit_per_ip: s.rate_limit_per_ip,
         };

@@ -62,6 +62,8 @@ pub struct ServerConfig {
     /// How long a client may take to send its headers, and then its body.
     pub read_timeout_secs: u64,
     pub max_connections: usize,
+    /// Connections one remote address may hold open at once; 0: no cap.
+    pub max_connections_per_ip: usize,
     /// How long in-flight requests may take to finish on shutdown.
     pub drain_timeout_secs: u64,
 }
@@ -75,6 +77,7 @@ impl Default for ServerConfig {
             rate_limit_per_ip: 0,
             read_timeout_secs: 10,
             max_connections: 1024,
+            max_connections_per_ip: 256,
             drain_timeout_secs: 10,
         }
     }

@@ -51,6 +51,7 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
         path: String::new(),
         read_timeout: Duration::from_secs(10),
         max_connections: 64,
+        max_connections_per_ip: 0,
         drain_timeout: Duration::from_secs(2),
         rate_limit_per_ip: 0,
     };

@@ -29,6 +29,10 @@ const KEPT_HEADERS: &[&str] = &[
     "x-forwarded-for",
 ];
 
+/// The most of a body kept for a notification nothing acts on: enough to
+/// see what it was, not a place to store anything.
+pub const IGNORED_BODY_CAP: usize = 4096;
+
 /// What the endpoint needs; built once at start-up.
 pub struct Ingest {
     pub store: Store,
@@ -162,7 +166,13 @@ impl Ingest {
             source_news: query.get("source_news").map(str::to_string),
             query: raw_query,
             headers: kept_headers(&parts.headers),
-            body,
+            body_size: (classified.work.is_none() && body.len() > IGNORED_BODY_CAP)
+                .then_some(body.len()),
+            body: if classified.work.is_none() {
+                body.slice(..body.len().min(IGNORED_BODY_CAP))
+            } else {
+                body
+            },
             remote_addr: peer.to_string(),
             signature,
             job: classified.work.as_ref().map(|w| NewJob {

@@ -37,6 +37,8 @@ pub struct ServerSettings {
     pub path: String,
     pub read_timeout: Duration,
     pub max_connections: usize,
+    /// Connections one address may hold open at once; 0: no cap.
+    pub max_connections_per_ip: usize,
     pub drain_timeout: Duration,
     pub rate_limit_per_ip: u32,
 }
@@ -96,6 +98,7 @@ pub async fn serve_with<H: Handler>(
     shutdown: CancellationToken,
 ) {
     let slots = Arc::new(Semaphore::new(settings.max_connections));
+    let per_ip = PerAddress::new(settings.max_connections_per_ip);
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -120,6 +123,13 @@ pub async fn serve_with<H: Handler>(
             },
             () = shutdown.cancelled() => break,
         };
+        // One address cannot take every slot: past its cap, the new
+        // connection is closed at once.
+        let Some(held) = per_ip.enter(peer.ip()) else {
+            tracing::debug!(%peer, "too many connections from this address: closed");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let service = service_fn(move |req| {
@@ -131,6 +141,7 @@ pub async fn serve_with<H: Handler>(
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, %peer, "connection ended with an error");
             }
+            drop(held);
             drop(slot);
         });
     }
@@ -140,6 +151,53 @@ pub async fn serve_with<H: Handler>(
         () = graceful.shutdown() => tracing::info!("every connection drained"),
         () = tokio::time::sleep(settings.drain_timeout) => {
             tracing::warn!(timeout = ?settings.drain_timeout, "drain deadline reached; closing what is left");
+        }
+    }
+}
+
+/// Open connections per remote address.
+#[derive(Clone)]
+struct PerAddress {
+    cap: usize,
+    open: Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>,
+}
+
+/// One open connection of an address; closing it frees its place.
+struct Held {
+    ip: IpAddr,
+    of: PerAddress,
+}
+
+impl PerAddress {
+    fn new(cap: usize) -> PerAddress {
+        PerAddress {
+            cap,
+            open: Arc::default(),
+        }
+    }
+
+    fn enter(&self, ip: IpAddr) -> Option<Held> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(ip).or_insert(0);
+        if self.cap > 0 && *n >= self.cap {
+            return None;
+        }
+        *n += 1;
+        Some(Held {
+            ip,
+            of: self.clone(),
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut open = self.of.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
         }
     }
 }

@@ -215,6 +215,7 @@ impl Sandbox {
             path: String::new(),
             read_timeout: Duration::from_secs(10),
             max_connections: 256,
+            max_connections_per_ip: 0,
             drain_timeout: Duration::from_secs(5),
             rate_limit_per_ip: 0,
         };

@@ -51,6 +51,9 @@ pub struct DeliveryDetail {
     /// The body exactly as received, when it is UTF-8 (else `body_base64`).
     pub body: Option<String>,
     pub body_base64: Option<String>,
+    /// Set when the body kept was cut short (a topic nothing acts on): the
+    /// size received.
+    pub body_size: Option<i64>,
     pub job: Option<JobSummary>,
 }
 
@@ -190,7 +193,7 @@ pub fn get_delivery(conn: &Connection, id: i64) -> rusqlite::Result<Option<Deliv
     let row = conn
         .query_row(
             &format!(
-                "SELECT {DELIVERY_COLUMNS}, notification_id, source_news, remote_addr, query, headers, body
+                "SELECT {DELIVERY_COLUMNS}, notification_id, source_news, remote_addr, query, headers, body, body_size
                  FROM deliveries WHERE id = ?1"
             ),
             [id],
@@ -203,11 +206,13 @@ pub fn get_delivery(conn: &Connection, id: i64) -> rusqlite::Result<Option<Deliv
                     r.get::<_, String>(12)?,
                     r.get::<_, String>(13)?,
                     r.get::<_, Option<Vec<u8>>>(14)?,
+                    r.get::<_, Option<i64>>(15)?,
                 ))
             },
         )
         .optional()?;
-    let Some((summary, notification_id, source_news, remote_addr, query, headers, body)) = row
+    let Some((summary, notification_id, source_news, remote_addr, query, headers, body, body_size)) =
+        row
     else {
         return Ok(None);
     };
@@ -243,6 +248,7 @@ pub fn get_delivery(conn: &Connection, id: i64) -> rusqlite::Result<Option<Deliv
         headers: serde_json::from_str(&headers).unwrap_or(Value::Null),
         body,
         body_base64,
+        body_size,
         job,
     }))
 }

@@ -30,6 +30,8 @@ pub struct NewDelivery {
     /// JSON object of the headers we keep.
     pub headers: String,
     pub body: bytes::Bytes,
+    /// Set when `body` was cut short: the size received.
+    pub body_size: Option<usize>,
     pub remote_addr: String,
     pub fingerprint: [u8; 32],
     pub signature: SignatureStatus,
@@ -95,8 +97,8 @@ pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ing
     conn.prepare_cached(
         "INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
                  notification_id, source_news, query, headers, body, remote_addr,
-                 fingerprint, duplicate_of, signature, job_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 fingerprint, duplicate_of, signature, job_key, body_size)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     )?
     .execute(params![
         d.received_at,
@@ -114,6 +116,7 @@ pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ing
         duplicate_of,
         d.signature,
         d.job.as_ref().map(|j| &j.key),
+        d.body_size.map(|n| n as i64),
     ])?;
     // RETURNING would cost an ephemeral table per statement on this hot path.
     let delivery_id = conn.last_insert_rowid();

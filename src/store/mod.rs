@@ -77,6 +77,8 @@ struct Inner {
     jobs_ready: Notify,
     /// Signalled when an event may be due.
     events_ready: Notify,
+    /// The last readiness check: when, and whether storage took a write.
+    readiness: Mutex<Option<(std::time::Instant, bool)>>,
 }
 
 #[derive(Default)]
@@ -86,6 +88,10 @@ struct Threads {
 }
 
 const READ_POOL: usize = 8;
+/// How long a readiness answer is kept.
+const READY_CACHE: Duration = Duration::from_secs(1);
+/// How long a readiness write may take.
+const READY_TIMEOUT: Duration = Duration::from_secs(2);
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
 impl Store {
@@ -110,6 +116,7 @@ impl Store {
                 }),
                 jobs_ready: Notify::new(),
                 events_ready: Notify::new(),
+                readiness: Mutex::new(None),
             }),
         })
     }
@@ -152,6 +159,34 @@ impl Store {
                 .map(|_| ())
             })
             .await
+    }
+
+    /// Whether storage takes durable writes now (for `/readyz`): a failing
+    /// commit says no at once; otherwise a write is tried at most once a
+    /// second, and the answer kept meanwhile.
+    pub async fn ready(&self) -> bool {
+        if self.inner.writer.health().failing() {
+            return false;
+        }
+        let fresh = |at: std::time::Instant| at.elapsed() < READY_CACHE;
+        if let Some((at, ok)) = *self
+            .inner
+            .readiness
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            && fresh(at)
+        {
+            return ok;
+        }
+        let ok = tokio::time::timeout(READY_TIMEOUT, self.check_writable())
+            .await
+            .is_ok_and(|r| r.is_ok());
+        *self
+            .inner
+            .readiness
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some((std::time::Instant::now(), ok));
+        ok
     }
 
     /// Waits until a job may have become runnable.

@@ -67,10 +67,36 @@ where
     }
 }
 
+/// How the last commits went: the readiness check reads it.
+#[derive(Debug, Default)]
+pub struct CommitHealth {
+    /// Unix ms of the last commit that succeeded, and of the last that failed.
+    pub last_ok: std::sync::atomic::AtomicI64,
+    pub last_failure: std::sync::atomic::AtomicI64,
+}
+
+impl CommitHealth {
+    /// Whether the last commit (if any) failed.
+    pub fn failing(&self) -> bool {
+        self.last_failure.load(Ordering::Relaxed) > self.last_ok.load(Ordering::Relaxed)
+    }
+
+    fn record(&self, ok: bool) {
+        let now = super::unix_ms_now();
+        let slot = if ok {
+            &self.last_ok
+        } else {
+            &self.last_failure
+        };
+        slot.fetch_max(now, Ordering::Relaxed);
+    }
+}
+
 /// The handle callers use; cloning it is cheap.
 #[derive(Clone)]
 pub struct Writer {
     tx: mpsc::Sender<Msg>,
+    health: Arc<CommitHealth>,
     #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
     faults: Arc<Faults>,
 }
@@ -93,11 +119,13 @@ impl Writer {
             faults.panic_writer.store(true, Ordering::Relaxed);
         }
         let thread_faults = faults.clone();
+        let health = Arc::new(CommitHealth::default());
+        let thread_health = health.clone();
         let handle = std::thread::Builder::new()
             .name("pointhook-writer".into())
             .spawn(move || {
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run(conn, rx, thread_faults)
+                    run(conn, rx, thread_faults, &thread_health)
                 }));
                 if let Err(panic) = ran {
                     // Without its writer the process could only answer 503
@@ -117,7 +145,7 @@ impl Writer {
                 context: "cannot start the writer thread".into(),
                 source: e,
             })?;
-        Ok((Writer { tx, faults }, handle))
+        Ok((Writer { tx, faults, health }, handle))
     }
 
     /// Runs `f` in the next group-committed transaction; resolves after the
@@ -141,6 +169,10 @@ impl Writer {
             .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?
     }
 
+    pub fn health(&self) -> &CommitHealth {
+        &self.health
+    }
+
     /// Stops the writer once everything queued before now is answered.
     pub async fn close(&self) {
         let _ = self.tx.send(Msg::Close).await;
@@ -152,7 +184,12 @@ impl Writer {
     }
 }
 
-fn run(mut conn: Connection, mut rx: mpsc::Receiver<Msg>, faults: Arc<Faults>) {
+fn run(
+    mut conn: Connection,
+    mut rx: mpsc::Receiver<Msg>,
+    faults: Arc<Faults>,
+    health: &CommitHealth,
+) {
     let mut batch: Vec<Box<dyn Op>> = Vec::with_capacity(MAX_BATCH);
     let mut last_checkpoint = std::time::Instant::now();
     while let Some(first) = rx.blocking_recv() {
@@ -166,7 +203,7 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<Msg>, faults: Arc<Faults>) {
         if faults.panic_writer.load(Ordering::Relaxed) {
             panic!("injected writer panic");
         }
-        commit_batch(&mut conn, &mut batch, &faults);
+        commit_batch(&mut conn, &mut batch, &faults, health);
         // Busy means the checkpoint thread is at it: try after the next batch.
         if last_checkpoint.elapsed() >= CATCH_UP_EVERY && catch_up_checkpoint(&conn) {
             last_checkpoint = std::time::Instant::now();
@@ -179,8 +216,14 @@ fn run(mut conn: Connection, mut rx: mpsc::Receiver<Msg>, faults: Arc<Faults>) {
 }
 
 /// Commits `batch` and answers every operation in it.
-fn commit_batch(conn: &mut Connection, batch: &mut Vec<Box<dyn Op>>, faults: &Faults) {
+fn commit_batch(
+    conn: &mut Connection,
+    batch: &mut Vec<Box<dyn Op>>,
+    faults: &Faults,
+    health: &CommitHealth,
+) {
     let all_applied = run_in_transaction(conn, batch.iter_mut(), faults);
+    health.record(all_applied.is_ok());
     match all_applied {
         Ok(true) => batch.drain(..).for_each(|op| op.finish(Ok(()))),
         Ok(false) => {

@@ -190,3 +190,38 @@ async fn storage_that_cannot_commit_is_503_never_200() {
     assert_eq!(ids, ["2"], "the refused delivery was not kept");
     app.stop().await;
 }
+
+/// `/readyz` writes at most once a second (not per request), says "not
+/// ready" as soon as a commit fails, and names no internals.
+#[tokio::test]
+async fn readyz_is_cheap_follows_commits_and_names_no_internals() {
+    let app = spawn_app().await;
+    let ready = || async { answer(app.client.get(app.url("/readyz")).send().await.unwrap()).await };
+    assert_eq!(ready().await.0, 200);
+    let checked = || -> i64 {
+        app.db()
+            .query_row("SELECT checked_at FROM health", [], |r| r.get(0))
+            .unwrap()
+    };
+    let first = checked();
+    for _ in 0..20 {
+        assert_eq!(ready().await.0, 200);
+    }
+    assert_eq!(checked(), first, "no write per request");
+    app.store.fail_commits(true);
+    assert_eq!(
+        app.post("topic=payment&id=1", &[], None).await.status(),
+        503
+    );
+    let (status, body) = ready().await;
+    assert_eq!(status, 503, "at once, whatever was cached");
+    assert_eq!(body["message"], "storage is not taking writes");
+    app.store.fail_commits(false);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        app.post("topic=payment&id=2", &[], None).await.status(),
+        200
+    );
+    assert_eq!(ready().await.0, 200);
+    app.stop().await;
+}

@@ -314,3 +314,35 @@ async fn concurrent_requests_all_commit() {
     assert_eq!(app.count("SELECT count(*) FROM jobs"), 200);
     app.stop().await;
 }
+
+/// A notification nothing acts on is kept only up to a small cap: enough to
+/// see what it was, not a free store for anyone who knows the URL.
+#[tokio::test]
+async fn bodies_nothing_acts_on_are_kept_up_to_a_cap() {
+    let app = spawn_app().await;
+    let big = json!({"type": "mp-connect", "pad": "x".repeat(50_000)}).to_string();
+    let (status, body) = answer(app.post("", &[], Some(big.as_bytes())).await).await;
+    assert_eq!((status, body["ignored"].as_bool()), (200, Some(true)));
+    let (stored, size): (Vec<u8>, Option<i64>) = app
+        .db()
+        .query_row("SELECT body, body_size FROM deliveries", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(stored.len(), pointhook::http::ingest::IGNORED_BODY_CAP);
+    assert_eq!(size, Some(big.len() as i64));
+    // What is acted on is kept whole.
+    let work =
+        json!({"type": "payment", "data": {"id": "7"}, "pad": "y".repeat(50_000)}).to_string();
+    assert_eq!(app.post("", &[], Some(work.as_bytes())).await.status(), 200);
+    let kept: i64 = app
+        .db()
+        .query_row(
+            "SELECT length(body) FROM deliveries WHERE job_key IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, work.len() as i64);
+    app.stop().await;
+}

@@ -102,3 +102,33 @@ async fn connections_beyond_the_limit_wait_for_a_free_slot() {
     assert_eq!(status, 200);
     app.stop().await;
 }
+
+/// One address cannot hold every slot: past its cap a new connection is
+/// closed at once, and a freed place can be taken again.
+#[tokio::test]
+async fn one_address_has_a_cap_on_open_connections() {
+    let app =
+        spawn_app_with(TestConfig::default().extra("[server]\nmax_connections_per_ip = 2\n")).await;
+    let open = || async {
+        let mut s = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 256];
+        let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        (s, String::from_utf8_lossy(&buf[..n]).into_owned())
+    };
+    let (first, a) = open().await;
+    let (_second, b) = open().await;
+    assert!(a.starts_with("HTTP/1.1 200") && b.starts_with("HTTP/1.1 200"));
+    let (_, c) = open().await;
+    assert_eq!(c, "", "the third is closed unanswered");
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (_, d) = open().await;
+    assert!(d.starts_with("HTTP/1.1 200"), "{d}");
+    app.stop().await;
+}
