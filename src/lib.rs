@@ -33,6 +33,7 @@ pub mod rules;
 pub mod sandbox;
 pub mod store;
 mod systemd;
+pub mod text;
 pub mod tls;
 pub mod worker;
 

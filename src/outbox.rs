@@ -45,8 +45,11 @@ impl Outbox {
         settings: OutboxSettings,
     ) -> anyhow::Result<Outbox> {
         crate::tls::install_default_provider();
+        // A redirect is not a delivery: it is a failed attempt, retried
+        // (and an event never follows a redirect to another host).
         let http = reqwest::Client::builder()
             .timeout(settings.timeout)
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("pointhook/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Outbox {
@@ -54,7 +57,11 @@ impl Outbox {
             http,
             clock,
             url: settings.url,
-            key: settings.secret.as_ref().map(|s| signing_key(s.expose())),
+            key: settings
+                .secret
+                .as_ref()
+                .map(|s| signing_key(s.expose()))
+                .transpose()?,
             give_up_after_ms: settings.give_up_after.as_millis() as i64,
         })
     }
@@ -132,7 +139,8 @@ impl Outbox {
             }
             Ok(r) => format!("the endpoint answered {}", r.status()),
             Err(e) if e.is_timeout() => "the endpoint did not answer in time".to_string(),
-            Err(e) => format!("cannot reach the endpoint: {e}"),
+            // The URL can hold credentials: it is not repeated in the error.
+            Err(e) => format!("cannot reach the endpoint: {}", e.without_url()),
         };
         let now = self.now();
         let attempt = event.attempts + 1;
@@ -150,16 +158,19 @@ impl Outbox {
     }
 }
 
-/// The HMAC key: a `whsec_` secret is base64 after the prefix; anything else
-/// is used as its bytes.
-pub fn signing_key(secret: &str) -> Vec<u8> {
+/// The HMAC key: a `whsec_` secret is base64 after the prefix (and one that
+/// is not is an error, not silently another key); anything else is used as
+/// its bytes.
+pub fn signing_key(secret: &str) -> Result<Vec<u8>, InvalidSecret> {
     match secret.strip_prefix("whsec_") {
-        Some(b64) => BASE64
-            .decode(b64)
-            .unwrap_or_else(|_| secret.as_bytes().to_vec()),
-        None => secret.as_bytes().to_vec(),
+        Some(b64) => BASE64.decode(b64).map_err(|_| InvalidSecret),
+        None => Ok(secret.as_bytes().to_vec()),
     }
 }
+
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("a whsec_ secret must be base64 after the prefix")]
+pub struct InvalidSecret;
 
 /// `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`.
 pub fn sign(key: &[u8], id: &str, timestamp: i64, body: &str) -> String {
@@ -178,8 +189,9 @@ mod tests {
 
     #[test]
     fn whsec_secrets_are_base64_after_the_prefix() {
-        assert_eq!(signing_key("whsec_aGVsbG8="), b"hello");
-        assert_eq!(signing_key("plain"), b"plain");
+        assert_eq!(signing_key("whsec_aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(signing_key("plain").unwrap(), b"plain");
+        assert!(signing_key("whsec_not base64!").is_err());
     }
 
     #[test]
@@ -190,7 +202,7 @@ mod tests {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs() as i64;
-        let signature = sign(&signing_key(secret), "evt_1", ts, body);
+        let signature = sign(&signing_key(secret).unwrap(), "evt_1", ts, body);
         let wh = standardwebhooks::Webhook::new(secret).unwrap();
         let mut headers = http::HeaderMap::new();
         headers.insert("webhook-id", "evt_1".parse().unwrap());

@@ -361,14 +361,14 @@ impl ApiClient {
         let response = result.map_err(|e| {
             record(name, id, 0, started);
             self.metrics.api_call(name, 0, started.elapsed());
-            transport_error(name, id, &e)
+            transport_error(name, id, e)
         })?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
         let body = response.bytes().await.map_err(|e| {
             record(name, id, 0, started);
             self.metrics.api_call(name, 0, started.elapsed());
-            transport_error(name, id, &e)
+            transport_error(name, id, e)
         })?;
         record(name, id, status.as_u16(), started);
         self.metrics
@@ -441,7 +441,9 @@ pub fn resource_url(base: &Url, template: &str, id: &str) -> Url {
     url
 }
 
-fn transport_error(endpoint: &'static str, id: &str, e: &reqwest::Error) -> ApiError {
+/// The API's base URL can hold credentials: errors never repeat it.
+fn transport_error(endpoint: &'static str, id: &str, e: reqwest::Error) -> ApiError {
+    let e = e.without_url();
     if e.is_timeout() {
         ApiError::Timeout {
             endpoint,
@@ -451,7 +453,7 @@ fn transport_error(endpoint: &'static str, id: &str, e: &reqwest::Error) -> ApiE
         ApiError::Connect {
             endpoint,
             id: id.to_string(),
-            message: error_chain(e),
+            message: error_chain(&e),
         }
     }
 }

@@ -255,9 +255,11 @@ pub struct PlatformError {
 
 impl std::fmt::Display for PlatformError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let message = self.message.as_deref().unwrap_or("no message");
+        // Text from the API: shown, never interpreted by a terminal.
+        use crate::text::printable;
+        let message = printable(self.message.as_deref().unwrap_or("no message"));
         match &self.error {
-            Some(e) => write!(f, "{e}: {message}")?,
+            Some(e) => write!(f, "{}: {message}", printable(e))?,
             None => write!(f, "{message}")?,
         }
         let causes: Vec<String> = self
@@ -270,7 +272,7 @@ impl std::fmt::Display for PlatformError {
             })
             .collect();
         if !causes.is_empty() {
-            write!(f, " ({})", causes.join("; "))?;
+            write!(f, " ({})", printable(&causes.join("; ")))?;
         }
         Ok(())
     }

@@ -468,10 +468,12 @@ fn print<T: Serialize>(
     value: &T,
     human: impl FnOnce(&T) -> String,
 ) -> anyhow::Result<()> {
+    // What a notification held never reaches the terminal raw.
     if out.json {
-        println!("{}", serde_json::to_string_pretty(value)?);
+        let json = serde_json::to_string_pretty(value)?;
+        println!("{}", crate::text::json_for_terminal(&json));
     } else {
-        print!("{}", human(value));
+        print!("{}", crate::text::for_terminal(&human(value)));
     }
     Ok(())
 }
@@ -549,6 +551,11 @@ fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     };
     let mut out = line(headers.iter().map(|h| h.to_string()).collect());
     for row in rows {
+        // A cell stays on its line.
+        let row = row
+            .into_iter()
+            .map(|c| crate::text::printable(&c).into_owned())
+            .collect();
         out.push_str(&line(row));
     }
     out
@@ -558,7 +565,7 @@ fn fields(pairs: &[(&str, String)]) -> String {
     let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     pairs
         .iter()
-        .map(|(k, v)| format!("{k:<width$}  {v}\n"))
+        .map(|(k, v)| format!("{k:<width$}  {}\n", crate::text::printable(v)))
         .collect()
 }
 
@@ -576,7 +583,10 @@ fn clip(s: &str, max: usize) -> String {
 
 fn parse_time(s: &str) -> anyhow::Result<i64> {
     if let Ok(secs) = s.parse::<i64>() {
-        return Ok(secs * 1000);
+        return secs
+            .checked_mul(1000)
+            .filter(|ms| *ms >= 0)
+            .with_context(|| format!("--since {s} is not a time pointhook can store"));
     }
     humantime::parse_rfc3339_weak(s)
         .map(store::unix_ms)

@@ -209,6 +209,9 @@ fn maintenance(
 
 fn check_config(path: &Path) -> Result<(), Failure> {
     let config = load(path)?;
+    for warning in config.warnings() {
+        eprintln!("pointhook: WARNING: {warning}");
+    }
     print!("{}", config.to_masked_toml());
     Ok(())
 }
@@ -227,6 +230,10 @@ fn migrate(path: &Path) -> Result<(), Failure> {
 fn serve(path: &Path, log_format: Option<LogFormat>) -> Result<(), Failure> {
     let config = load(path)?;
     init_tracing(log_format.unwrap_or(config.log.format), &config.log.level);
+    for warning in config.warnings() {
+        tracing::warn!("{warning}");
+        eprintln!("pointhook: WARNING: {warning}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

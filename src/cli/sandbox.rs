@@ -50,6 +50,10 @@ pub struct SandboxArgs {
     /// attempt anew (to test a receiver's timestamp tolerance).
     #[arg(long)]
     resend_first_signature: bool,
+    /// Allow a listen address other than loopback (the sandbox accepts
+    /// made-up tokens and serves payments: keep it off shared networks).
+    #[arg(long)]
+    public: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -82,10 +86,14 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
         }
         None => SandboxFile::default(),
     };
-    let listen = args
+    let listen: SocketAddr = args
         .listen
         .or(file.listen)
         .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8090)));
+    anyhow::ensure!(
+        listen.ip().is_loopback() || args.public,
+        "the sandbox listens on loopback only ({listen} is not): add --public to serve it elsewhere"
+    );
     let mut accounts = file.accounts;
     let mut made_up = None;
     if accounts.is_empty() || !args.tokens.is_empty() {

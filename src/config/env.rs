@@ -82,8 +82,12 @@ pub(super) fn apply_overrides(
     Ok(())
 }
 
+/// A number only when it reads back as the same text: `0000000042` (a
+/// token, say) stays the string it is, leading zeros and all.
 fn parse_value(raw: &str) -> Value {
-    if let Ok(i) = raw.parse::<i64>() {
+    if let Ok(i) = raw.parse::<i64>()
+        && i.to_string() == raw
+    {
         return Value::Integer(i);
     }
     match raw {

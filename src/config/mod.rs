@@ -4,6 +4,7 @@
 //! key; a test keeps it parsing.
 
 mod env;
+pub mod redacted;
 mod secret;
 
 use std::net::SocketAddr;
@@ -96,6 +97,7 @@ pub struct StorageConfig {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApiConfig {
+    #[serde(serialize_with = "redacted::url")]
     pub base_url: Url,
     #[serde(default = "defaults::api_timeout_secs")]
     pub timeout_secs: u64,
@@ -141,7 +143,11 @@ pub struct AccountConfig {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FulfillmentConfig {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "redacted::optional_url"
+    )]
     pub url: Option<Url>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<Secret>,
@@ -398,7 +404,10 @@ impl Config {
         // Secrets must be readable now, not at the first request.
         self.resolve_accounts()?;
         self.admin_token()?;
-        self.fulfillment_secret()?;
+        if let Some(secret) = self.fulfillment_secret()? {
+            crate::outbox::signing_key(secret.expose())
+                .map_err(|e| ConfigError::new("fulfillment.secret", e.to_string()))?;
+        }
         Ok(())
     }
 
@@ -469,6 +478,45 @@ impl Config {
                 f.secret_file.as_deref(),
             ),
         }
+    }
+
+    /// What is allowed but most likely a mistake in production: a test
+    /// access token, or credentials and events sent in plain http to
+    /// another host.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Ok(accounts) = self.resolve_accounts() {
+            for a in accounts
+                .iter()
+                .filter(|a| a.access_token.expose().starts_with("TEST-"))
+            {
+                out.push(format!(
+                    "account {:?} uses a TEST- access token: its payments are not real money",
+                    a.name
+                ));
+            }
+        }
+        let plain = |url: &Url| {
+            url.scheme() == "http"
+                && !matches!(url.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback())
+                && !matches!(url.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback())
+                && url.host_str() != Some("localhost")
+        };
+        if plain(&self.api.base_url) {
+            out.push(format!(
+                "api.base_url {} is plain http to another host: access tokens travel unencrypted",
+                redacted::text(&self.api.base_url)
+            ));
+        }
+        if let Some(url) = self.fulfillment.as_ref().and_then(|f| f.url.as_ref())
+            && plain(url)
+        {
+            out.push(format!(
+                "fulfillment.url {} is plain http to another host: events travel unencrypted",
+                redacted::text(url)
+            ));
+        }
+        out
     }
 
     /// The configuration as TOML with every secret masked.

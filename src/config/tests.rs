@@ -64,7 +64,7 @@ fn every_section_is_accepted() {
         "{MINIMAL}
 [fulfillment]
 url = \"http://127.0.0.1:9000/events\"
-secret = \"whsec_abc\"
+secret = \"whsec_aGVsbG8=\"
 [admin]
 listen = \"127.0.0.1:0\"
 token = \"t\"
@@ -202,4 +202,64 @@ fn secrets_are_read_from_files() {
         "access_token = \"a\"\naccess_token_file = \"/x\"",
     );
     assert_eq!(parse(&both).unwrap_err().key, "accounts[0].access_token");
+}
+
+#[test]
+fn a_numeric_secret_from_the_environment_keeps_its_digits() {
+    let c = parse_env(
+        &(MINIMAL.to_string() + "[admin]\ntoken = \"x\"\n"),
+        &[
+            ("POINTHOOK_ADMIN_TOKEN", "0000000042"),
+            ("POINTHOOK_ACCOUNTS_0_ACCESS_TOKEN", "007"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.admin_token().unwrap().unwrap().expose(), "0000000042");
+    assert_eq!(
+        c.resolve_accounts().unwrap()[0].access_token.expose(),
+        "007"
+    );
+}
+
+#[test]
+fn a_whsec_secret_must_be_base64() {
+    let text = MINIMAL.to_string()
+        + "[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\nsecret = \"whsec_not base64!\"\n";
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.key, "fulfillment.secret");
+    let ok = MINIMAL.to_string()
+        + "[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\nsecret = \"whsec_aGVsbG8=\"\n";
+    assert!(parse(&ok).is_ok());
+}
+
+#[test]
+fn the_printed_config_masks_url_credentials_and_queries() {
+    let text = MINIMAL.replace(
+        "base_url = \"http://127.0.0.1:1\"",
+        "base_url = \"https://user:pw@api.example/?key=k\"",
+    ) + "[fulfillment]\nurl = \"https://merchant.example/hook?token=t\"\n";
+    let c = parse(&text).unwrap();
+    let shown = c.to_masked_toml();
+    assert!(
+        !shown.contains("pw") && !shown.contains("key=k") && !shown.contains("token=t"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("https://***:***@api.example/?***"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn likely_mistakes_are_warned_of() {
+    let text = MINIMAL.replace("access_token = \"tok\"", "access_token = \"TEST-123\"");
+    let warnings = parse(&text).unwrap().warnings();
+    assert!(warnings.iter().any(|w| w.contains("TEST-")), "{warnings:?}");
+    let text = MINIMAL.replace("http://127.0.0.1:1", "http://api.example.com");
+    let warnings = parse(&text).unwrap().warnings();
+    assert!(
+        warnings.iter().any(|w| w.contains("plain http")),
+        "{warnings:?}"
+    );
+    assert!(parse(MINIMAL).unwrap().warnings().is_empty());
 }

@@ -118,7 +118,7 @@ impl Ingest {
             }
             Err(r) => {
                 self.metrics.delivery("unknown", r.code);
-                tracing::info!(status = r.status.as_u16(), error = r.code, message = %r.message, %peer, "notification refused");
+                tracing::info!(status = r.status.as_u16(), error = r.code, message = %crate::text::printable(&r.message), %peer, "notification refused");
                 response::error(r.status, r.code, &r.message)
             }
         }
@@ -195,7 +195,7 @@ impl Ingest {
             job_id = ingested.job_id,
             account = %account.name,
             kind = classified.kind.as_str(),
-            topic = %classified.topic,
+            topic = %crate::text::printable(&classified.topic),
             resource_id = resource_id,
             duplicate = ingested.duplicate,
             ignored,
@@ -311,7 +311,7 @@ impl Ingest {
             }
             Err(e) if kept_anyway => {
                 self.metrics.signature_failed();
-                tracing::warn!(error = %e, account = %account.name, topic = %classified.topic, "bad signature: stored as unverified");
+                tracing::warn!(error = %e, account = %account.name, topic = %crate::text::printable(&classified.topic), "bad signature: stored as unverified");
                 Ok(SignatureStatus::Invalid)
             }
             Err(e) => {

@@ -85,7 +85,21 @@ pub fn prune_batch(conn: &Connection, cutoff: i64, batch: usize) -> rusqlite::Re
 
 /// A consistent copy of the database at `dest`, taken while it is in use
 /// (one read transaction, so the copy is a single moment).
-pub fn backup(conn: &Connection, dest: &Path) -> rusqlite::Result<()> {
+pub fn backup(conn: &Connection, dest: &Path) -> Result<(), super::StoreError> {
+    // The copy holds every body and secret-bearing header: only its owner
+    // may read it. Created here, new, so it never inherits wider rights.
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dest)
+            .map_err(|source| super::StoreError::Io {
+                context: format!("cannot create {}", dest.display()),
+                source,
+            })?;
+    }
     let mut target = Connection::open(dest)?;
     let backup = rusqlite::backup::Backup::new(conn, &mut target)?;
     // -1: every page in one step, under one read lock.

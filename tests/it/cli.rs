@@ -142,3 +142,65 @@ fn a_port_in_use_is_a_clear_error() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("cannot listen"), "{stderr}");
 }
+
+/// `check-config` (and `serve`) say out loud what is most likely a mistake.
+#[test]
+fn likely_mistakes_are_warned_of_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        &GOOD
+            .replace("super-secret", "TEST-1234")
+            .replace("http://127.0.0.1:1", "http://user:pw@api.example.com/?k=v"),
+    );
+    let out = pointhook(&["check-config", "--config", &path], &[]);
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("WARNING") && err.contains("TEST- access token"),
+        "{err}"
+    );
+    assert!(err.contains("plain http"), "{err}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("pw") && !text.contains("k=v"), "{text}");
+    assert!(!err.contains("pw"), "{err}");
+}
+
+/// The sandbox accepts made-up tokens: it serves loopback unless told.
+#[test]
+fn the_sandbox_refuses_a_public_address_without_public() {
+    let out = pointhook(&["sandbox", "--listen", "0.0.0.0:0"], &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("--public"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// `since` that would overflow is refused, not wrapped.
+#[test]
+fn a_since_too_far_away_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        &GOOD.replace("x.db", &dir.path().join("x.db").display().to_string()),
+    );
+    assert!(
+        pointhook(&["migrate", "--config", &path], &[])
+            .status
+            .success()
+    );
+    let out = pointhook(
+        &[
+            "deliveries",
+            "list",
+            "--since",
+            "9223372036854775807",
+            "--config",
+            &path,
+        ],
+        &[],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("--since"), "{err}");
+}

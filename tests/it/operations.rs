@@ -195,6 +195,9 @@ async fn a_backup_taken_under_load_holds_every_acknowledged_delivery() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "only its owner reads the copy");
     let backup = rusqlite::Connection::open(&dest).unwrap();
     let check: String = backup
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
@@ -371,5 +374,85 @@ fn json_logs_carry_delivery_ids_and_never_secrets() {
             !line.contains("secret-token-42") && !line.contains(SECRET),
             "a secret in the log: {line}"
         );
+    }
+}
+
+/// Control characters sent in a notification never reach a text log line
+/// or the terminal of an operator reading it, raw.
+#[tokio::test]
+async fn control_characters_from_outside_are_escaped_in_logs_and_the_cli() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config_with(
+        dir.path(),
+        "[worker]\nenabled = false\n[api]\nbase_url = \"http://127.0.0.1:9\"\n",
+    );
+    let served = serve_binary(&config, &[]);
+    let evil = "%1B%5B31mEVIL%0Aforged%20line%C2%9B2J";
+    let res = client()
+        .post(format!(
+            "http://{}/notifications?topic={evil}&id=1",
+            served.addr
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let body = "\u{1b}]0;title\u{7}{\"type\":\"x\u{1b}[2J\"}";
+    let res = client()
+        .post(format!("http://{}/notifications", served.addr))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let mut child = served.child;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The same in the text format.
+    let mut text = std::process::Command::new(env!("CARGO_BIN_EXE_pointhook"))
+        .args(["serve", "--log-format", "text", "--config"])
+        .arg(&config)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let logs_json = served.logs.lock().unwrap().join("\n");
+    text.kill().unwrap();
+    let mut text_logs = String::new();
+    text.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut text_logs)
+        .unwrap();
+    text.wait().unwrap();
+    for logs in [&logs_json, &text_logs] {
+        assert!(!logs.contains('\u{1b}'), "{logs}");
+        assert!(!logs.contains('\u{9b}'), "{logs}");
+        assert!(!logs.contains("\nforged"), "{logs}");
+    }
+    assert!(logs_json.contains("EVIL"), "the topic is logged, escaped");
+    for args in [
+        vec!["deliveries", "list"],
+        vec!["deliveries", "list", "--json"],
+        vec!["deliveries", "show", "1"],
+        vec!["deliveries", "show", "1", "--json"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pointhook"))
+            .args(&args)
+            .arg("--config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let shown = String::from_utf8(out.stdout).unwrap();
+        assert!(shown.contains("EVIL"), "{args:?}: {shown}");
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\u{9b}'),
+            "{args:?}: {shown}"
+        );
+        assert!(!shown.contains("\nforged"), "{args:?}: {shown}");
     }
 }

@@ -614,3 +614,14 @@ async fn the_status_page_escapes_what_it_shows() {
     );
     app.stop().await;
 }
+
+/// `since` that would overflow is a 400, not a wrapped time.
+#[tokio::test]
+async fn a_since_too_far_away_is_a_400() {
+    let s = scene().await;
+    let (status, body) = s
+        .admin("GET", "/api/deliveries?since=9223372036854775807")
+        .await;
+    assert_eq!(status, 400, "{body}");
+    s.app.stop().await;
+}

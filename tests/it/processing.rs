@@ -833,3 +833,50 @@ async fn a_fetched_resource_with_another_id_fails_the_job() {
     assert!(app.events().is_empty());
     app.stop().await;
 }
+
+/// A redirect is not a delivery: the event stays pending (and is never
+/// posted wherever the redirect points).
+#[tokio::test]
+async fn the_outbox_follows_no_redirect() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let merchant = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/events"))
+        .respond_with(ResponseTemplate::new(307).insert_header("location", "/elsewhere"))
+        .mount(&merchant)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/elsewhere"))
+        .respond_with(ResponseTemplate::new(204))
+        .mount(&merchant)
+        .await;
+    let api = FakeApi::start().await;
+    paid_order(&api, None);
+    let app = spawn_app_with(TestConfig::default().api(&api.uri()).extra(&format!(
+        "[fulfillment]\nurl = \"{}/events\"\n",
+        merchant.uri()
+    )))
+    .await;
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+    app.run_jobs().await;
+    assert_eq!(app.deliver_events().await, 1);
+    let (state, error): (pointhook::domain::EventState, Option<String>) = app
+        .db()
+        .query_row("SELECT state, last_error FROM events", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(state, pointhook::domain::EventState::Pending);
+    assert!(error.unwrap().contains("307"));
+    let posted: Vec<_> = merchant
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.url.path().to_string())
+        .collect();
+    assert_eq!(posted, ["/events"]);
+    app.stop().await;
+}
