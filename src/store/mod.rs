@@ -425,6 +425,19 @@ impl Store {
             .store(fail, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Caps the database at `pages` pages (test builds only): a portable
+    /// full disk. `None` lifts the cap.
+    #[cfg(feature = "fault-injection")]
+    pub async fn limit_pages(&self, pages: Option<i64>) -> Result<i64, StoreError> {
+        self.write(move |c| {
+            let now: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            let cap = pages.unwrap_or(i64::from(u32::MAX - 1));
+            c.query_row(&format!("PRAGMA max_page_count = {cap}"), [], |_| Ok(()))?;
+            Ok(now)
+        })
+        .await
+    }
+
     /// Answers what is queued, stops the threads and checkpoints the WAL.
     /// Later writes fail with `Unavailable`.
     pub async fn close(&self) {

@@ -268,3 +268,73 @@ async fn kill_9_in_the_middle_of_processing_loses_and_repeats_nothing() {
     served.child.kill().unwrap();
     served.child.wait().unwrap();
 }
+
+/// The crash campaign, small: 20 kills at random moments while the
+/// platform sends and the worker is mid-job; every invariant holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_campaign_of_20_kills_loses_and_repeats_nothing() {
+    let _serial = TIMING.lock().await;
+    let report = crate::campaign::run(crate::campaign::Settings {
+        binary: env!("CARGO_BIN_EXE_pointhook").into(),
+        kills: 20,
+        orders: 30,
+        api_delay: Duration::from_millis(60),
+        kill_every_ms: (150, 400),
+        seed: 20261123,
+    })
+    .await;
+    assert_eq!(report.kills, 20);
+    assert_eq!(report.released, 30);
+}
+
+/// A full disk (SQLite's max_page_count, a portable one): every request is
+/// either 200 and stored, or 503 and not stored; nothing in between. Room
+/// again, and it takes notifications again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_full_disk_answers_200_and_stored_or_503_and_not() {
+    let app =
+        spawn_app_with(TestConfig::default().extra("[server]\nmax_connections_per_ip = 0\n")).await;
+    let pages = app.store.limit_pages(None).await.unwrap();
+    app.store.limit_pages(Some(pages + 40)).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..400u64 {
+        let client = app.client.clone();
+        let url = app.url(&format!("/notifications?type=payment&data.id={}", 1_000_000 + i));
+        let body = serde_json::json!({"type": "payment", "pad": "x".repeat(3000)}).to_string();
+        tasks.push(tokio::spawn(async move {
+            let res = client.post(url).body(body).send().await.unwrap();
+            let status = res.status().as_u16();
+            let body: serde_json::Value = res.json().await.unwrap_or_default();
+            (1_000_000 + i, status, body["delivery_id"].as_i64())
+        }));
+    }
+    let (mut stored, mut refused) = (0, 0);
+    let db = app.db();
+    for t in tasks {
+        let (id, status, delivery) = t.await.unwrap();
+        let found: Option<i64> = db
+            .query_row(
+                "SELECT id FROM deliveries WHERE resource_id = ?1",
+                [id.to_string()],
+                |r| r.get(0),
+            )
+            .ok();
+        match status {
+            200 => {
+                assert_eq!(found, delivery, "{id}: answered 200, so stored");
+                stored += 1;
+            }
+            503 => {
+                assert_eq!(found, None, "{id}: answered 503, so not stored");
+                refused += 1;
+            }
+            other => panic!("{id}: answered {other}"),
+        }
+    }
+    assert!(stored > 0 && refused > 0, "{stored} stored, {refused} refused: the disk filled mid-run");
+    let check: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
+    app.store.limit_pages(None).await.unwrap();
+    assert_eq!(app.post("topic=payment&id=1", &[], None).await.status(), 200);
+    app.stop().await;
+}

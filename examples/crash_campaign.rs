@@ -1,0 +1,50 @@
+//! The crash campaign, large: `cargo run --release --example crash_campaign
+//! -- [--kills 50] [--orders 200] [--seed N]`. The real binary (built beside
+//! this example: `cargo build --release` first) under notifications from the
+//! sandbox, killed with SIGKILL at random moments and restarted; then every
+//! invariant is checked (see tests/it/campaign.rs).
+
+#[path = "../tests/it/campaign.rs"]
+mod campaign;
+
+use std::time::Duration;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 4)]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut settings = campaign::Settings {
+        binary: std::env::current_exe()
+            .expect("this example's path")
+            .parent()
+            .and_then(|examples| examples.parent())
+            .expect("target/<profile>/examples")
+            .join("pointhook"),
+        kills: 50,
+        orders: 200,
+        api_delay: Duration::from_millis(60),
+        kill_every_ms: (150, 600),
+        seed: 1,
+    };
+    while let Some(flag) = args.next() {
+        let value = args.next().unwrap_or_default();
+        let n: u64 = value.parse().unwrap_or_else(|_| panic!("{flag} takes a number"));
+        match flag.as_str() {
+            "--kills" => settings.kills = n as usize,
+            "--orders" => settings.orders = n as usize,
+            "--seed" => settings.seed = n,
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    assert!(
+        settings.binary.exists(),
+        "{} is missing: cargo build --release first",
+        settings.binary.display()
+    );
+    let r = campaign::run(settings).await;
+    println!(
+        "{} kills in {:.1} s: {} notifications acknowledged ({} attempts refused or cut), \
+         {} orders released once each, {} events delivered, each with one body; \
+         every invariant held",
+        r.kills, r.seconds, r.acknowledged, r.refused_or_lost_connection, r.released, r.events_delivered
+    );
+}
