@@ -51,6 +51,21 @@ pub struct Report {
     pub seconds: f64,
 }
 
+impl Report {
+    pub fn summary(&self) -> String {
+        format!(
+            "{} kills in {:.1} s: {} notifications acknowledged ({} attempts refused or cut), \
+             {} orders released once each, {} events delivered, each with one body",
+            self.kills,
+            self.seconds,
+            self.acknowledged,
+            self.refused_or_lost_connection,
+            self.released,
+            self.events_delivered
+        )
+    }
+}
+
 const TOKEN: &str = "campaign-token";
 
 /// Runs the campaign; panics with the broken invariant if one is.
@@ -285,7 +300,10 @@ async fn check(db: &Path, acked: &[(String, i64)], merchant: &MockServer, orders
                 |r| r.get(0),
             )
             .unwrap_or(None);
-        assert!(job.is_some(), "acknowledged delivery {id} ({query}) is lost or has no job");
+        assert!(
+            job.is_some(),
+            "acknowledged delivery {id} ({query}) is lost or has no job"
+        );
     }
     // No job is left running; nothing is dead.
     let running: i64 = conn
@@ -321,7 +339,11 @@ async fn check(db: &Path, acked: &[(String, i64)], merchant: &MockServer, orders
     let stored: i64 = conn
         .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(bodies.len() as i64, stored, "every event reached the merchant");
+    assert_eq!(
+        bodies.len() as i64,
+        stored,
+        "every event reached the merchant"
+    );
     Report {
         released: released.len(),
         events_delivered: bodies.len(),

@@ -2,7 +2,8 @@
 
 use crate::helpers::*;
 
-fn job(app: &TestApp) -> (i64, i64, i64) {
+/// (state, re-run requested, attempts) of the one job.
+fn job(app: &TestApp) -> (JobState, bool, i64) {
     app.db()
         .query_row("SELECT state, rerun, attempts FROM jobs", [], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -19,7 +20,11 @@ async fn the_same_notification_twice_while_pending_is_one_job_and_a_duplicate() 
     assert_eq!(first["duplicate"], false);
     assert_eq!(second["duplicate"], true);
     assert_eq!(app.count("SELECT count(*) FROM jobs"), 1);
-    assert_eq!(job(&app), (0, 0, 0), "still pending, nothing added");
+    assert_eq!(
+        job(&app),
+        (JobState::Pending, false, 0),
+        "still pending, nothing added"
+    );
     let dup_of: i64 = app
         .db()
         .query_row(
@@ -49,12 +54,15 @@ async fn a_notification_during_a_run_marks_it_to_run_again() {
     let f = fixture("webhook-merchant-order.json");
     app.post_fixture(&f).await;
     app.db()
-        .execute("UPDATE jobs SET state = 1, attempts = 1", [])
+        .execute(
+            "UPDATE jobs SET state = ?1, attempts = 1",
+            [JobState::Running],
+        )
         .unwrap();
     let (status, body) = answer(app.post_fixture(&f).await).await;
     assert_eq!(status, 200);
     assert_eq!(body["duplicate"], true);
-    assert_eq!(job(&app), (1, 1, 1), "running, re-run requested");
+    assert_eq!(job(&app), (JobState::Running, true, 1), "re-run requested");
     app.stop().await;
 }
 
@@ -65,13 +73,17 @@ async fn a_notification_after_the_job_is_done_enqueues_it_again() {
     app.post_fixture(&f).await;
     app.db()
         .execute(
-            "UPDATE jobs SET state = 2, attempts = 3, last_error = 'x'",
-            [],
+            "UPDATE jobs SET state = ?1, attempts = 3, last_error = 'x'",
+            [JobState::Done],
         )
         .unwrap();
     let (_, body) = answer(app.post_fixture(&f).await).await;
     assert_eq!(body["duplicate"], true, "a duplicate still does its work");
-    assert_eq!(job(&app), (0, 0, 0), "pending again with fresh attempts");
+    assert_eq!(
+        job(&app),
+        (JobState::Pending, false, 0),
+        "again, fresh attempts"
+    );
     assert_eq!(
         app.count("SELECT count(*) FROM jobs WHERE last_error IS NULL"),
         1
@@ -79,10 +91,13 @@ async fn a_notification_after_the_job_is_done_enqueues_it_again() {
 
     // Dead jobs are revived the same way.
     app.db()
-        .execute("UPDATE jobs SET state = 3, attempts = 12", [])
+        .execute(
+            "UPDATE jobs SET state = ?1, attempts = 12",
+            [JobState::Dead],
+        )
         .unwrap();
     app.post_fixture(&f).await;
-    assert_eq!(job(&app), (0, 0, 0));
+    assert_eq!(job(&app), (JobState::Pending, false, 0));
     app.stop().await;
 }
 

@@ -233,9 +233,11 @@ async fn kill_9_in_the_middle_of_processing_loses_and_repeats_nothing() {
         let conn = rusqlite::Connection::open(&db).unwrap();
         conn.busy_timeout(Duration::from_secs(5)).unwrap();
         let delivered: i64 = conn
-            .query_row("SELECT count(*) FROM events WHERE state = 1", [], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT count(*) FROM events WHERE state = ?1",
+                [pointhook::domain::EventState::Delivered],
+                |r| r.get(0),
+            )
             .unwrap();
         // Each order: payment.updated and order.released.
         if delivered == 2 * ORDERS as i64 {
@@ -283,8 +285,11 @@ async fn a_crash_campaign_of_20_kills_loses_and_repeats_nothing() {
         seed: 20261123,
     })
     .await;
-    assert_eq!(report.kills, 20);
-    assert_eq!(report.released, 30);
+    let summary = report.summary();
+    assert_eq!(report.kills, 20, "{summary}");
+    assert_eq!(report.released, 30, "{summary}");
+    assert_eq!(report.acknowledged, 60, "{summary}");
+    assert_eq!(report.events_delivered, 60, "{summary}");
 }
 
 /// A full disk (SQLite's max_page_count, a portable one): every request is
@@ -299,7 +304,10 @@ async fn a_full_disk_answers_200_and_stored_or_503_and_not() {
     let mut tasks = Vec::new();
     for i in 0..400u64 {
         let client = app.client.clone();
-        let url = app.url(&format!("/notifications?type=payment&data.id={}", 1_000_000 + i));
+        let url = app.url(&format!(
+            "/notifications?type=payment&data.id={}",
+            1_000_000 + i
+        ));
         let body = serde_json::json!({"type": "payment", "pad": "x".repeat(3000)}).to_string();
         tasks.push(tokio::spawn(async move {
             let res = client.post(url).body(body).send().await.unwrap();
@@ -331,10 +339,18 @@ async fn a_full_disk_answers_200_and_stored_or_503_and_not() {
             other => panic!("{id}: answered {other}"),
         }
     }
-    assert!(stored > 0 && refused > 0, "{stored} stored, {refused} refused: the disk filled mid-run");
-    let check: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert!(
+        stored > 0 && refused > 0,
+        "{stored} stored, {refused} refused: the disk filled mid-run"
+    );
+    let check: String = db
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(check, "ok");
     app.store.limit_pages(None).await.unwrap();
-    assert_eq!(app.post("topic=payment&id=1", &[], None).await.status(), 200);
+    assert_eq!(
+        app.post("topic=payment&id=1", &[], None).await.status(),
+        200
+    );
     app.stop().await;
 }

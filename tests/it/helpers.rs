@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use pointhook::clock::{Clock, FixedClock, SystemClock};
 use pointhook::config::Config;
+pub use pointhook::domain::{EventState, JobState};
 use pointhook::store::Store;
 use pointhook::{App, Options};
 use serde_json::Value;
@@ -361,7 +362,7 @@ impl TestApp {
     }
 
     /// `(state, attempts, last_error)` of the job with `key`.
-    pub fn job(&self, key: &str) -> (i64, i64, Option<String>) {
+    pub fn job(&self, key: &str) -> (JobState, i64, Option<String>) {
         self.db()
             .query_row(
                 "SELECT state, attempts, last_error FROM jobs WHERE job_key = ?1",

@@ -252,12 +252,12 @@ async fn prune_keeps_unprocessed_work_and_decisions() {
     // Deliver order 1's event only.
     app.db()
         .execute(
-            "UPDATE events SET state = 1 WHERE subject = 'merchant_order:1'",
-            [],
+            "UPDATE events SET state = ?1 WHERE subject = 'merchant_order:1'",
+            [EventState::Delivered],
         )
         .unwrap();
     app.post("topic=merchant_order&id=4", &[], None).await; // pending job
-    assert_eq!(app.job("merchant_order:3").0, 3);
+    assert_eq!(app.job("merchant_order:3").0, JobState::Dead);
 
     let config = app.config_path.clone();
     let out = tokio::task::spawn_blocking(move || cli(&config, &["prune", "--older-than", "1h"]))

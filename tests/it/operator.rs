@@ -47,7 +47,7 @@ async fn scene() -> Scene {
         app.run_jobs().await;
         clock.advance(Duration::from_secs(400));
     }
-    assert_eq!(app.job("merchant_order:777").0, 3, "dead");
+    assert_eq!(app.job("merchant_order:777").0, JobState::Dead);
     app.deliver_events().await;
     Scene {
         api,
@@ -383,11 +383,17 @@ async fn the_cli_reads_and_replays_a_live_servers_database() {
     let (ok, out, _) =
         tokio::task::block_in_place(|| cli(app, &["events", "redeliver", &event_id]));
     assert!(ok, "{out}");
-    assert_eq!(app.count("SELECT count(*) FROM events WHERE state = 0"), 1);
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM events WHERE state = {}",
+            EventState::Pending as i16
+        )),
+        1
+    );
 
     let (ok, out, _) = tokio::task::block_in_place(|| cli(app, &["jobs", "retry", &dead_id]));
     assert!(ok, "{out}");
-    assert_eq!(app.job("merchant_order:777").0, 0, "pending again");
+    assert_eq!(app.job("merchant_order:777").0, JobState::Pending, "again");
     let (ok, _, err) = tokio::task::block_in_place(|| cli(app, &["jobs", "retry", &dead_id]));
     assert!(!ok);
     assert_eq!(err.lines().count(), 1, "one clear line: {err}");
@@ -536,9 +542,11 @@ async fn the_status_page_shows_health_and_retries_a_dead_job() {
     let dead = s
         .app
         .db()
-        .query_row("SELECT id FROM jobs WHERE state = 3", [], |r| {
-            r.get::<_, i64>(0)
-        })
+        .query_row(
+            "SELECT id FROM jobs WHERE state = ?1",
+            [JobState::Dead],
+            |r| r.get::<_, i64>(0),
+        )
         .unwrap();
     assert!(html.contains(&format!("action=\"/jobs/{dead}/retry\"")));
     let csrf = html
@@ -570,7 +578,11 @@ async fn the_status_page_shows_health_and_retries_a_dead_job() {
         .unwrap();
     assert_eq!(res.status(), 303);
     assert_eq!(res.headers()["location"], "/");
-    assert_eq!(s.app.job("merchant_order:777").0, 0, "re-queued");
+    assert_eq!(
+        s.app.job("merchant_order:777").0,
+        JobState::Pending,
+        "re-queued"
+    );
     // The form body is bounded.
     let res = no_redirects
         .post(format!("{base}/jobs/{dead}/retry"))

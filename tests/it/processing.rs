@@ -277,7 +277,11 @@ async fn every_row_of_the_intent_table() {
             None => {
                 assert_eq!(events.len(), before, "{state} {status:?}: not decided yet");
                 let (job_state, attempts, error) = app.job(&format!("payment_intent:{intent}"));
-                assert_eq!((job_state, attempts), (0, 1), "retried later");
+                assert_eq!(
+                    (job_state, attempts),
+                    (JobState::Pending, 1),
+                    "retried later"
+                );
                 let error = error.unwrap();
                 assert!(
                     error.contains("still being decided")
@@ -322,14 +326,18 @@ async fn point_integration_notifications_fetch_the_intent() {
     app.run_jobs().await;
     assert!(app.events().is_empty(), "not final yet");
     let (state, attempts, error) = app.job(&format!("payment_intent:{id}"));
-    assert_eq!((state, attempts), (0, 1), "asked again later");
+    assert_eq!(
+        (state, attempts),
+        (JobState::Pending, 1),
+        "asked again later"
+    );
     assert!(error.unwrap().contains("still ON_TERMINAL"));
     // Still not final after a while: the job ends without a decision.
     for _ in 0..8 {
         clock.advance(Duration::from_secs(120));
         app.run_jobs().await;
     }
-    assert_eq!(app.job(&format!("payment_intent:{id}")).0, 2, "done");
+    assert_eq!(app.job(&format!("payment_intent:{id}")).0, JobState::Done);
     assert!(app.events().is_empty());
 
     api.intent(id, "FINISHED", Some(PAYMENT));
@@ -387,7 +395,7 @@ async fn a_payment_that_is_not_the_intents_decides_nothing() {
     app.run_jobs().await;
     assert!(app.events().is_empty());
     let (state, _, error) = app.job(&format!("payment_intent:{id}"));
-    assert_eq!(state, 3, "dead: for a person");
+    assert_eq!(state, JobState::Dead, "for a person");
     let error = error.unwrap();
     assert!(
         error.contains("a person must look") && error.contains("2500.00"),
@@ -470,7 +478,7 @@ async fn a_payment_before_its_order_is_readable_is_retried() {
     app.post_fixture(&fixture("ipn-payment.json")).await;
     app.run_jobs().await;
     let (state, attempts, error) = app.job("payment:123456789");
-    assert_eq!((state, attempts), (0, 1));
+    assert_eq!((state, attempts), (JobState::Pending, 1));
     assert!(error.unwrap().contains("not found"));
     api.order(ORDER, "350.5", &[(PAYMENT, "350.5", "approved")], None);
     clock.advance(Duration::from_secs(2));
@@ -491,7 +499,7 @@ async fn an_order_behind_its_approved_payment_is_waited_for() {
     app.run_jobs().await;
     assert_eq!(app.event_types(), ["payment.updated"]);
     let (state, _, error) = app.job("payment:123456789");
-    assert_eq!(state, 0);
+    assert_eq!(state, JobState::Pending);
     assert!(error.unwrap().contains("does not list approved payment"));
     api.order(ORDER, "350.5", &[(PAYMENT, "350.5", "approved")], None);
     clock.advance(Duration::from_secs(3));
@@ -544,7 +552,7 @@ async fn a_resource_that_never_appears_is_given_up() {
     let (state, attempts, error) = app.job("merchant_order:404404");
     assert_eq!(
         (state, attempts),
-        (3, 5),
+        (JobState::Dead, 5),
         "dead after the not-found attempts"
     );
     assert!(error.unwrap().contains("not found"));
@@ -587,7 +595,7 @@ async fn api_faults_end_in_success() {
     clock.advance(Duration::from_secs(10));
     app.run_jobs().await;
     assert_eq!(app.event_types(), ["order.released"]);
-    assert_eq!(app.job("merchant_order:4945357007").0, 2);
+    assert_eq!(app.job("merchant_order:4945357007").0, JobState::Done);
     app.stop().await;
 }
 
@@ -601,7 +609,7 @@ async fn a_job_is_dead_after_max_attempts() {
         clock.advance(Duration::from_secs(400));
     }
     let (state, attempts, error) = app.job("merchant_order:1");
-    assert_eq!((state, attempts), (3, 6));
+    assert_eq!((state, attempts), (JobState::Dead, 6));
     assert!(error.unwrap().contains("503"));
     assert_eq!(api.calls("/merchant_orders/1").await, 6);
     app.stop().await;
@@ -614,7 +622,7 @@ async fn a_refused_token_is_permanent_and_named() {
     app.post("topic=merchant_order&id=1", &[], None).await;
     app.run_jobs().await;
     let (state, attempts, error) = app.job("merchant_order:1");
-    assert_eq!((state, attempts), (3, 1));
+    assert_eq!((state, attempts), (JobState::Dead, 1));
     assert!(
         error
             .unwrap()
@@ -643,13 +651,17 @@ async fn the_merchant_down_then_up_gets_every_event_with_a_stable_id() {
         .map(|r| r.headers["webhook-id"].to_str().unwrap())
         .collect();
     assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
-    let (state, attempts): (i64, i64) = app
+    let (state, attempts): (EventState, i64) = app
         .db()
         .query_row("SELECT state, attempts FROM events", [], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })
         .unwrap();
-    assert_eq!((state, attempts), (1, 3), "delivered on the third attempt");
+    assert_eq!(
+        (state, attempts),
+        (EventState::Delivered, 3),
+        "delivered on the third attempt"
+    );
     app.stop().await;
 }
 
@@ -666,11 +678,15 @@ async fn events_are_given_up_after_the_horizon() {
         app.deliver_events().await;
         clock.advance(Duration::from_secs(30 * 3600));
     }
-    let state: i64 = app
+    let state: EventState = app
         .db()
         .query_row("SELECT state FROM events", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(state, 2, "dead after give_up_after_hours");
+    assert_eq!(
+        state,
+        EventState::Dead,
+        "given up after give_up_after_hours"
+    );
     app.stop().await;
 }
 
@@ -681,11 +697,11 @@ async fn without_a_fulfillment_url_events_are_stored_only() {
     app.post("topic=merchant_order&id=4945357007", &[], None)
         .await;
     app.run_jobs().await;
-    let state: i64 = app
+    let state: EventState = app
         .db()
         .query_row("SELECT state FROM events", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(state, 3);
+    assert_eq!(state, EventState::Stored);
     assert!(app.outbox.is_none());
     app.stop().await;
 }
@@ -716,7 +732,9 @@ async fn racing_notifications_release_an_order_exactly_once() {
         assert_eq!(p.await.unwrap(), 200);
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while app.count("SELECT count(*) FROM jobs WHERE state != 2") > 0 {
+    while app.job("merchant_order:4945357007").0 != JobState::Done
+        || app.job("payment:123456789").0 != JobState::Done
+    {
         assert!(std::time::Instant::now() < deadline, "jobs did not finish");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -736,7 +754,7 @@ async fn with_the_worker_off_nothing_is_fetched() {
         .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(api.calls("/merchant_orders/4945357007").await, 0);
-    assert_eq!(app.job("merchant_order:4945357007").0, 0);
+    assert_eq!(app.job("merchant_order:4945357007").0, JobState::Pending);
     app.stop().await;
 }
 
@@ -756,7 +774,7 @@ async fn shutdown_releases_the_lease_of_a_job_still_running() {
     app.post("topic=merchant_order&id=4945357007", &[], None)
         .await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while app.job("merchant_order:4945357007").0 != 1 {
+    while app.job("merchant_order:4945357007").0 != JobState::Running {
         assert!(
             std::time::Instant::now() < deadline,
             "the job never started"
@@ -765,14 +783,14 @@ async fn shutdown_releases_the_lease_of_a_job_still_running() {
     }
     let dir = app.stop().await;
     let conn = rusqlite::Connection::open(dir.path().join("pointhook.db")).unwrap();
-    let (state, attempts): (i64, i64) = conn
+    let (state, attempts): (JobState, i64) = conn
         .query_row("SELECT state, attempts FROM jobs", [], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })
         .unwrap();
     assert_eq!(
         (state, attempts),
-        (0, 0),
+        (JobState::Pending, 0),
         "pending again; the interrupted attempt does not count"
     );
 }
@@ -827,7 +845,7 @@ async fn a_fetched_resource_with_another_id_fails_the_job() {
     app.post("topic=chargebacks&id=5", &[], None).await;
     app.run_jobs().await;
     let (state, _, error) = app.job("chargeback:5");
-    assert_eq!(state, 3, "dead");
+    assert_eq!(state, JobState::Dead);
     let error = error.unwrap();
     assert!(error.contains("not the resource asked for"), "{error}");
     assert!(app.events().is_empty());

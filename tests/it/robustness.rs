@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pointhook::clock::ManualClock;
-use pointhook::domain::{Decision, Effects, EventType, JobState, Slot};
+use pointhook::domain::{Decision, Effects, EventType, Slot};
 use pointhook::store::{Finish, JobOutcome};
 use serde_json::json;
 
@@ -22,16 +22,6 @@ async fn setup() -> (FakeApi, TestApp, Arc<ManualClock>) {
     })
     .await;
     (api, app, clock)
-}
-
-fn job_state(app: &TestApp, key: &str) -> (JobState, i64, Option<String>) {
-    app.db()
-        .query_row(
-            "SELECT state, attempts, last_error FROM jobs WHERE job_key = ?1",
-            [key],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .unwrap()
 }
 
 /// A `Retry-After` of years (or u64::MAX) waits the longest backoff, never
@@ -101,12 +91,12 @@ async fn a_panicking_job_is_retried_with_its_message() {
     app.post("topic=merchant_order&id=1", &[], None).await;
     app.worker.panic_next_job();
     app.run_jobs().await;
-    let (state, attempts, error) = job_state(&app, "merchant_order:1");
+    let (state, attempts, error) = app.job("merchant_order:1");
     assert_eq!((state, attempts), (JobState::Pending, 1));
     assert!(error.unwrap().contains("panicked: injected handler panic"));
     clock.advance(Duration::from_secs(2));
     app.run_jobs().await;
-    assert_eq!(job_state(&app, "merchant_order:1").0, JobState::Done);
+    assert_eq!(app.job("merchant_order:1").0, JobState::Done);
     assert_eq!(app.event_types(), ["order.released"]);
     app.stop().await;
 }
@@ -124,7 +114,7 @@ async fn overflowing_amounts_are_a_named_permanent_error() {
     );
     app.post("topic=merchant_order&id=1", &[], None).await;
     app.run_jobs().await;
-    let (state, _, error) = job_state(&app, "merchant_order:1");
+    let (state, _, error) = app.job("merchant_order:1");
     assert_eq!(state, JobState::Dead);
     assert!(error.unwrap().contains("too large"));
     app.stop().await;
@@ -191,7 +181,7 @@ async fn a_run_that_lost_its_lease_records_nothing() {
     app.store.release_job(first, now).await.unwrap();
     assert_eq!(app.count("SELECT count(*) FROM decisions"), 0);
     assert_eq!(
-        job_state(&app, "merchant_order:1").0,
+        app.job("merchant_order:1").0,
         JobState::Running,
         "still the second run's"
     );
@@ -216,7 +206,7 @@ async fn a_run_that_lost_its_lease_records_nothing() {
         matches!(done, Finish::Recorded(ref e) if e.len() == 1),
         "{done:?}"
     );
-    assert_eq!(job_state(&app, "merchant_order:1").0, JobState::Done);
+    assert_eq!(app.job("merchant_order:1").0, JobState::Done);
     app.stop().await;
 }
 
@@ -235,7 +225,7 @@ async fn a_run_stops_when_its_renewal_finds_the_lease_lost() {
     })
     .await;
     app.post("topic=merchant_order&id=1", &[], None).await;
-    wait_until(|| job_state(&app, "merchant_order:1").0 == JobState::Running).await;
+    wait_until(|| app.job("merchant_order:1").0 == JobState::Running).await;
     // Another owner takes it over (as after an expired lease elsewhere),
     // and holds it for a while.
     app.db()
@@ -249,7 +239,7 @@ async fn a_run_stops_when_its_renewal_finds_the_lease_lost() {
         app.events().is_empty(),
         "the run that lost its lease decided nothing"
     );
-    let (state, attempts, _) = job_state(&app, "merchant_order:1");
+    let (state, attempts, _) = app.job("merchant_order:1");
     assert_eq!(
         (state, attempts),
         (JobState::Running, 11),
@@ -291,9 +281,9 @@ async fn a_rerun_asked_for_during_a_dead_run_is_kept() {
     )
     .await;
     app.post("topic=merchant_order&id=1", &[], None).await;
-    wait_until(|| job_state(&app, "merchant_order:1").0 == JobState::Running).await;
+    wait_until(|| app.job("merchant_order:1").0 == JobState::Running).await;
     app.post("topic=merchant_order&id=1", &[], None).await;
-    wait_until(|| job_state(&app, "merchant_order:1").0 == JobState::Done).await;
+    wait_until(|| app.job("merchant_order:1").0 == JobState::Done).await;
     assert_eq!(app.event_types(), ["order.released"]);
     app.stop().await;
 }
