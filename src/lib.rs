@@ -98,11 +98,9 @@ impl App {
                     .with_context(|| format!("cannot listen on {} (admin.listen)", a.listen))?,
             ),
         };
-        let path = config.storage.path.clone();
-        let store = tokio::task::spawn_blocking(move || Store::open(&path))
+        let store = Store::open(&config.storage.location())
             .await
-            .context("storage open task failed")?
-            .with_context(|| format!("cannot open storage {}", config.storage.path.display()))?;
+            .context("cannot open storage")?;
         let accounts = config.resolve_accounts()?;
         let metrics = Arc::new(metrics::Metrics::new());
         let api = Arc::new(

@@ -17,7 +17,7 @@ use url::Url;
 use crate::clock::Clock;
 use crate::config::Secret;
 use crate::retry::backoff;
-use crate::store::{self, DueEvent, Store, StoreError};
+use crate::store::{self, LeasedEvent, Store, StoreError};
 
 const BATCH: usize = 32;
 const IDLE_MAX: Duration = Duration::from_secs(1);
@@ -36,6 +36,8 @@ pub struct Outbox {
     url: Url,
     key: Option<Vec<u8>>,
     give_up_after_ms: i64,
+    /// How long an event is leased for one attempt.
+    lease_ms: i64,
 }
 
 impl Outbox {
@@ -63,6 +65,10 @@ impl Outbox {
                 .map(|s| signing_key(s.expose()))
                 .transpose()?,
             give_up_after_ms: settings.give_up_after.as_millis() as i64,
+            // An attempt may take the whole timeout; the lease outlasts it.
+            lease_ms: (settings.timeout.as_millis() as i64)
+                .saturating_mul(2)
+                .max(10_000),
         })
     }
 
@@ -72,7 +78,10 @@ impl Outbox {
 
     /// Attempts every event due now; returns how many were attempted.
     pub async fn deliver_due(self: &Arc<Self>) -> Result<usize, StoreError> {
-        let due = self.store.due_events(self.now(), BATCH).await?;
+        let due = self
+            .store
+            .lease_events(self.now(), self.lease_ms, BATCH)
+            .await?;
         let n = due.len();
         let mut attempts = JoinSet::new();
         for event in due {
@@ -117,7 +126,7 @@ impl Outbox {
         tracing::info!("outbox stopped");
     }
 
-    async fn attempt(&self, event: DueEvent) -> Result<(), StoreError> {
+    async fn attempt(&self, event: LeasedEvent) -> Result<(), StoreError> {
         let timestamp = self.now() / 1000;
         let mut request = self
             .http
@@ -135,7 +144,11 @@ impl Outbox {
         let error = match result {
             Ok(r) if r.status().is_success() => {
                 tracing::info!(event_id = %event.id, status = r.status().as_u16(), "event delivered");
-                return self.store.event_delivered(event.id, self.now()).await;
+                let id = event.id.clone();
+                if !self.store.event_delivered(event, self.now()).await? {
+                    tracing::warn!(event_id = %id, "another attempt recorded this event first");
+                }
+                return Ok(());
             }
             Ok(r) => format!("the endpoint answered {}", r.status()),
             Err(e) if e.is_timeout() => "the endpoint did not answer in time".to_string(),
@@ -154,7 +167,11 @@ impl Outbox {
                 tracing::error!(event_id = %event.id, attempt, error = %error, "event given up")
             }
         }
-        self.store.event_failed(event.id, error, next).await
+        let id = event.id.clone();
+        if !self.store.event_failed(event, error, next).await? {
+            tracing::warn!(event_id = %id, "another attempt recorded this event first");
+        }
+        Ok(())
     }
 }
 

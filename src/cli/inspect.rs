@@ -2,14 +2,12 @@
 //! replays, straight from the database file (safe while the server runs).
 //! Tables by default, JSON with `--json`.
 
-use std::path::Path;
-
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::store::admin::{self, DeliveryFilter};
-use crate::store::{self, unix_ms_now};
+use crate::domain::{EventState, JobState};
+use crate::store::{self, DeliveryFilter, Store, unix_ms_now};
 
 #[derive(Debug, Subcommand)]
 pub enum Deliveries {
@@ -120,16 +118,11 @@ pub struct Output {
     #[arg(long)]
     json: bool,
     /// At most this many rows.
-    #[arg(long, default_value_t = admin::DEFAULT_LIMIT)]
+    #[arg(long, default_value_t = store::DEFAULT_LIMIT)]
     limit: usize,
 }
 
-fn open(db: &Path) -> anyhow::Result<rusqlite::Connection> {
-    store::open_existing(db).context("cannot open the database")
-}
-
-pub fn deliveries(db: &Path, cmd: Deliveries) -> anyhow::Result<()> {
-    let conn = open(db)?;
+pub async fn deliveries(store: &Store, cmd: Deliveries) -> anyhow::Result<()> {
     match cmd {
         Deliveries::List {
             account,
@@ -148,7 +141,7 @@ pub fn deliveries(db: &Path, cmd: Deliveries) -> anyhow::Result<()> {
                 before,
                 limit: out.limit,
             };
-            let rows = admin::list_deliveries(&conn, &filter)?;
+            let rows = store.list_deliveries(filter).await?;
             print(&out, &rows, |rows| {
                 table(
                     &[
@@ -181,7 +174,10 @@ pub fn deliveries(db: &Path, cmd: Deliveries) -> anyhow::Result<()> {
             })
         }
         Deliveries::Show { id, out } => {
-            let d = admin::get_delivery(&conn, id)?.with_context(|| format!("no delivery {id}"))?;
+            let d = store
+                .get_delivery(id)
+                .await?
+                .with_context(|| format!("no delivery {id}"))?;
             print(&out, &d, |d| {
                 let mut s = fields(&[
                     ("id", d.summary.id.to_string()),
@@ -215,18 +211,17 @@ pub fn deliveries(db: &Path, cmd: Deliveries) -> anyhow::Result<()> {
     }
 }
 
-pub fn jobs(db: &Path, cmd: Jobs) -> anyhow::Result<()> {
-    let conn = open(db)?;
+pub async fn jobs(store: &Store, cmd: Jobs) -> anyhow::Result<()> {
     match cmd {
         Jobs::List { state, out } => {
             let state = state
                 .map(|s| {
-                    admin::parse_job_state(&s).with_context(|| {
+                    JobState::parse(&s).with_context(|| {
                         format!("--state must be pending, running, done or dead, not {s:?}")
                     })
                 })
                 .transpose()?;
-            let rows = admin::list_jobs(&conn, state, out.limit)?;
+            let rows = store.list_jobs(state, out.limit).await?;
             print(&out, &rows, |rows| {
                 table(
                     &[
@@ -255,7 +250,10 @@ pub fn jobs(db: &Path, cmd: Jobs) -> anyhow::Result<()> {
             })
         }
         Jobs::Show { id, out } => {
-            let j = admin::get_job(&conn, id)?.with_context(|| format!("no job {id}"))?;
+            let j = store
+                .get_job(id)
+                .await?
+                .with_context(|| format!("no job {id}"))?;
             print(&out, &j, |j| {
                 let mut s = fields(&[
                     ("id", j.summary.id.to_string()),
@@ -289,10 +287,10 @@ pub fn jobs(db: &Path, cmd: Jobs) -> anyhow::Result<()> {
         Jobs::Retry { id, all_dead } => {
             let now = unix_ms_now();
             if all_dead {
-                let n = admin::retry_dead_jobs(&conn, now)?;
+                let n = store.retry_dead_jobs(now).await?;
                 println!("{n} dead job(s) will run again");
             } else if let Some(id) = id {
-                if !admin::retry_job(&conn, id, now)? {
+                if !store.retry_job(id, now).await? {
                     bail!("job {id} does not exist or is not dead");
                 }
                 println!("job {id} will run again");
@@ -302,10 +300,11 @@ pub fn jobs(db: &Path, cmd: Jobs) -> anyhow::Result<()> {
     }
 }
 
-pub fn orders(db: &Path, cmd: Orders) -> anyhow::Result<()> {
-    let conn = open(db)?;
+pub async fn orders(store: &Store, cmd: Orders) -> anyhow::Result<()> {
     let Orders::Show { id, account, out } = cmd;
-    let o = admin::get_order(&conn, &account, &id)?
+    let o = store
+        .get_order(account.clone(), id.clone())
+        .await?
         .with_context(|| format!("nothing known of merchant order {id} (account {account})"))?;
     print(&out, &o, |o| {
         let mut s = fields(&[
@@ -348,8 +347,7 @@ pub fn orders(db: &Path, cmd: Orders) -> anyhow::Result<()> {
     })
 }
 
-pub fn events(db: &Path, cmd: Events, delivers: bool) -> anyhow::Result<()> {
-    let conn = open(db)?;
+pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Result<()> {
     match cmd {
         Events::List {
             event_type,
@@ -358,16 +356,19 @@ pub fn events(db: &Path, cmd: Events, delivers: bool) -> anyhow::Result<()> {
         } => {
             let state = state
                 .map(|s| {
-                    admin::parse_event_state(&s).with_context(|| {
+                    EventState::parse(&s).with_context(|| {
                         format!("--state must be pending, delivered, dead or stored, not {s:?}")
                     })
                 })
                 .transpose()?;
-            let rows = admin::list_events(&conn, event_type.as_deref(), state, out.limit)?;
+            let rows = store.list_events(event_type, state, out.limit).await?;
             print(&out, &rows, |rows| event_table(rows))
         }
         Events::Show { id, out } => {
-            let e = admin::get_event(&conn, &id)?.with_context(|| format!("no event {id}"))?;
+            let e = store
+                .get_event(id.clone())
+                .await?
+                .with_context(|| format!("no event {id}"))?;
             print(&out, &e, |e| {
                 let mut s = fields(&[
                     ("id", e.summary.id.clone()),
@@ -401,7 +402,7 @@ pub fn events(db: &Path, cmd: Events, delivers: bool) -> anyhow::Result<()> {
             if !delivers {
                 bail!("events are only stored: set [fulfillment] url to deliver them");
             }
-            if !admin::redeliver_event(&conn, &id, unix_ms_now())? {
+            if !store.redeliver_event(id.clone(), unix_ms_now()).await? {
                 bail!("no event {id}");
             }
             println!("event {id} will be delivered again, with the same id");
@@ -410,16 +411,13 @@ pub fn events(db: &Path, cmd: Events, delivers: bool) -> anyhow::Result<()> {
     }
 }
 
-pub fn fraud(db: &Path, cmd: Fraud, delivers: bool) -> anyhow::Result<()> {
+pub async fn fraud(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<()> {
     use crate::domain::Review;
-    use crate::store::reviews::{self, Answer};
-    let mut conn = open(db)?;
-    // What a person answers is one transaction, beside a running server.
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    use crate::store::Answer;
     let (id, answer, what) = match cmd {
         Fraud::List { all, out } => {
             let state = (!all).then_some(Review::Held);
-            let rows = reviews::list(&tx, state, out.limit.clamp(1, admin::MAX_LIMIT) as i64)?;
+            let rows = store.reviews(state, out.limit).await?;
             return print(&out, &rows, |rows| {
                 table(
                     &[
@@ -443,16 +441,15 @@ pub fn fraud(db: &Path, cmd: Fraud, delivers: bool) -> anyhow::Result<()> {
         }
         Fraud::Confirm { id } => (
             id,
-            reviews::confirm(&tx, id, unix_ms_now())?,
+            store.confirm_review(id, unix_ms_now()).await?,
             "confirmed: its payment will be cancelled or refunded",
         ),
         Fraud::Dismiss { id } => (
             id,
-            reviews::dismiss(&tx, id, unix_ms_now(), delivers)?.0,
+            store.dismiss_review(id, unix_ms_now(), delivers).await?,
             "dismissed: its block is lifted and its order decided again",
         ),
     };
-    tx.commit()?;
     match answer {
         Answer::Done(_) => {
             println!("fraud review {id} {what}");
@@ -478,7 +475,7 @@ fn print<T: Serialize>(
     Ok(())
 }
 
-fn event_table(rows: &[admin::EventSummary]) -> String {
+fn event_table(rows: &[store::EventSummary]) -> String {
     table(
         &[
             "ID",
@@ -505,7 +502,7 @@ fn event_table(rows: &[admin::EventSummary]) -> String {
     )
 }
 
-fn fetch_table(rows: &[admin::FetchView]) -> String {
+fn fetch_table(rows: &[store::views::FetchView]) -> String {
     table(
         &["AT", "JOB", "ENDPOINT", "RESOURCE", "STATUS", "MS"],
         rows.iter()

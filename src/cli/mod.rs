@@ -114,61 +114,44 @@ pub fn main() -> ExitCode {
         Command::Serve => serve(&config, cli.log_format),
         Command::CheckConfig => check_config(&config),
         Command::Migrate => migrate(&config),
-        Command::Backup { path } => load(&config).and_then(|c| {
-            maintenance(&c, |conn| {
-                if path.exists() {
-                    anyhow::bail!("{} exists already: choose a new file", path.display());
-                }
-                store::maintenance::backup(conn, &path)
-                    .with_context(|| format!("cannot back up to {}", path.display()))?;
-                println!(
-                    "backed up {} to {}",
-                    c.storage.path.display(),
-                    path.display()
-                );
-                Ok(())
-            })
+        Command::Backup { path } => with_store(&config, |store, _| async move {
+            if path.exists() {
+                anyhow::bail!("{} exists already: choose a new file", path.display());
+            }
+            store
+                .backup(&path)
+                .await
+                .with_context(|| format!("cannot back up to {}", path.display()))?;
+            println!("backed up {} to {}", store.describe(), path.display());
+            Ok(())
         }),
-        Command::Prune { older_than } => load(&config).and_then(|c| {
-            maintenance(&c, |conn| {
-                anyhow::ensure!(
-                    older_than >= std::time::Duration::from_secs(96 * 3600),
-                    "--older-than must be at least 96h: the platform retries for 96 hours"
-                );
-                let cutoff = store::unix_ms_now() - older_than.as_millis() as i64;
-                let mut total = store::maintenance::Pruned::default();
-                loop {
-                    let batch = store::maintenance::prune_batch(
-                        conn,
-                        cutoff,
-                        store::maintenance::PRUNE_BATCH,
-                    )?;
-                    total.add(batch);
-                    if batch.total() == 0 {
-                        break;
-                    }
-                }
-                println!(
-                    "pruned {} deliveries, {} jobs, {} events, {} API call records",
-                    total.deliveries, total.jobs, total.events, total.fetches
-                );
-                Ok(())
-            })
+        Command::Prune { older_than } => with_store(&config, |store, _| async move {
+            anyhow::ensure!(
+                older_than >= std::time::Duration::from_secs(96 * 3600),
+                "--older-than must be at least 96h: the platform retries for 96 hours"
+            );
+            let cutoff = store::unix_ms_now().saturating_sub(older_than.as_millis() as i64);
+            let total = store.prune(cutoff).await?;
+            println!(
+                "pruned {} deliveries, {} jobs, {} events, {} API call records",
+                total.deliveries, total.jobs, total.events, total.fetches
+            );
+            Ok(())
         }),
-        Command::Deliveries(cmd) => {
-            load(&config).and_then(|c| Ok(inspect::deliveries(&c.storage.path, cmd)?))
-        }
-        Command::Jobs(cmd) => load(&config).and_then(|c| Ok(inspect::jobs(&c.storage.path, cmd)?)),
-        Command::Orders(cmd) => {
-            load(&config).and_then(|c| Ok(inspect::orders(&c.storage.path, cmd)?))
-        }
-        Command::Events(cmd) => load(&config).and_then(|c| {
-            let delivers = c.fulfillment.as_ref().is_some_and(|f| f.url.is_some());
-            Ok(inspect::events(&c.storage.path, cmd, delivers)?)
+        Command::Deliveries(cmd) => with_store(&config, |store, _| async move {
+            inspect::deliveries(&store, cmd).await
         }),
-        Command::Fraud(cmd) => load(&config).and_then(|c| {
-            let delivers = c.fulfillment.as_ref().is_some_and(|f| f.url.is_some());
-            Ok(inspect::fraud(&c.storage.path, cmd, delivers)?)
+        Command::Jobs(cmd) => with_store(&config, |store, _| async move {
+            inspect::jobs(&store, cmd).await
+        }),
+        Command::Orders(cmd) => with_store(&config, |store, _| async move {
+            inspect::orders(&store, cmd).await
+        }),
+        Command::Events(cmd) => with_store(&config, |store, delivers| async move {
+            inspect::events(&store, cmd, delivers).await
+        }),
+        Command::Fraud(cmd) => with_store(&config, |store, delivers| async move {
+            inspect::fraud(&store, cmd, delivers).await
         }),
         Command::Integrator(cmd) => client::integrator(cmd).map_err(Failure::Runtime),
         Command::Payments(cmd) => client::payments(cmd).map_err(Failure::Runtime),
@@ -198,13 +181,27 @@ fn load(path: &Path) -> Result<Config, Failure> {
     Config::load(path).map_err(Failure::Config)
 }
 
-/// Runs `f` on the database named by `config`, next to a running server.
-fn maintenance(
-    config: &Config,
-    f: impl FnOnce(&rusqlite::Connection) -> anyhow::Result<()>,
-) -> Result<(), Failure> {
-    let conn = store::open_existing(&config.storage.path).context("cannot open the database")?;
-    f(&conn).map_err(Failure::Runtime)
+/// Runs `f` on the store named by the configuration at `path`, opened as a
+/// client next to whatever serves it; `f` also hears whether events are
+/// delivered anywhere.
+fn with_store<F, Fut>(path: &Path, f: F) -> Result<(), Failure>
+where
+    F: FnOnce(Store, bool) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let config = load(path)?;
+    let delivers = config.fulfillment.as_ref().is_some_and(|f| f.url.is_some());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let store = Store::open_client(&config.storage.location())
+            .await
+            .context("cannot open the database")?;
+        f(store, delivers).await
+    })?;
+    Ok(())
 }
 
 fn check_config(path: &Path) -> Result<(), Failure> {
@@ -218,12 +215,15 @@ fn check_config(path: &Path) -> Result<(), Failure> {
 
 fn migrate(path: &Path) -> Result<(), Failure> {
     let config = load(path)?;
-    let version = Store::migrate(&config.storage.path)
-        .with_context(|| format!("cannot migrate {}", config.storage.path.display()))?;
-    println!(
-        "{}: schema version {version}",
-        config.storage.path.display()
-    );
+    let location = config.storage.location();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let version = runtime
+        .block_on(Store::migrate(&location))
+        .context("cannot migrate the database")?;
+    println!("{}: schema version {version}", location.describe());
     Ok(())
 }
 

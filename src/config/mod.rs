@@ -84,6 +84,13 @@ impl Default for ServerConfig {
     }
 }
 
+impl StorageConfig {
+    /// Where the data lives.
+    pub fn location(&self) -> crate::store::Location {
+        crate::store::Location::Sqlite(self.path.clone())
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StorageConfig {

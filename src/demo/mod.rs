@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::http::{Handler, ServerSettings, response};
 use crate::sandbox::mail::MailSettings;
 use crate::sandbox::{AccountSpec, Sandbox, SandboxSettings};
-use crate::store::{self, admin};
+use crate::store;
 use crate::{App, Options};
 use scenario::{Expect, Scenario, interpolate};
 
@@ -94,8 +94,8 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
     );
     std::fs::write(&config_path, &toml).context("cannot write the demo configuration")?;
     let config = Config::from_toml(&toml, Vec::new())?;
-    let db_path = config.storage.path.clone();
     let app = App::new(config, ph_listener, Options::default()).await?;
+    let store = app.store().clone();
     let app_task = tokio::spawn(app.run(shutdown.clone()));
 
     println!("pointhook demo");
@@ -108,7 +108,7 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
         http: reqwest::Client::new(),
         sandbox: sb_url.clone(),
         merchant: merchant.clone(),
-        db: db_path,
+        store,
         spool,
     };
     let mut passed = 0;
@@ -149,7 +149,7 @@ struct Runner {
     http: reqwest::Client,
     sandbox: String,
     merchant: Arc<Merchant>,
-    db: PathBuf,
+    store: store::Store,
     spool: PathBuf,
 }
 
@@ -212,7 +212,7 @@ impl Runner {
     async fn wait_for(&self, e: &Expect) -> anyhow::Result<()> {
         let deadline = Instant::now() + EXPECT_WITHIN;
         loop {
-            if let Some(found) = self.check(e)? {
+            if let Some(found) = self.check(e).await? {
                 println!("  ✓ {found}");
                 return Ok(());
             }
@@ -223,7 +223,7 @@ impl Runner {
         }
     }
 
-    fn check(&self, e: &Expect) -> anyhow::Result<Option<String>> {
+    async fn check(&self, e: &Expect) -> anyhow::Result<Option<String>> {
         if let Some(text) = &e.mail {
             for entry in std::fs::read_dir(&self.spool)
                 .into_iter()
@@ -245,12 +245,12 @@ impl Runner {
         let Some(kind) = &e.event else {
             return Ok(None);
         };
-        if !self.db.exists() {
-            return Ok(None);
-        }
-        let conn = store::open_existing(&self.db)?;
-        for summary in admin::list_events(&conn, Some(kind), None, 500)? {
-            let Some(detail) = admin::get_event(&conn, &summary.id)? else {
+        let events = self
+            .store
+            .list_events(Some(kind.clone()), None, store::MAX_LIMIT)
+            .await?;
+        for summary in events {
+            let Some(detail) = self.store.get_event(summary.id.clone()).await? else {
                 continue;
             };
             let data = &detail.body["data"];

@@ -8,9 +8,9 @@ use super::accounts::AccountRow;
 use super::db;
 use super::dispatch;
 use super::shapes;
+use crate::clock::rfc3339;
 use crate::http::classify::Query;
 use crate::money::Money;
-use crate::store::rfc3339;
 
 /// A payment as the API serves it.
 pub(super) fn payment_body(

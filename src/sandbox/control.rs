@@ -25,10 +25,10 @@ use super::dispatch;
 use super::intents::{create_intent, move_intent};
 use super::resources::ok_json;
 use super::shapes;
+use crate::clock::rfc3339;
 use crate::http::classify::Query;
 use crate::http::response::Body;
 use crate::money::Money;
-use crate::store::rfc3339;
 
 pub(super) fn control_error(status: StatusCode, message: &str) -> Response<Body> {
     crate::http::response::error(status, "bad_request", message)

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use crate::store::sql_enum::sql_enum;
+use super::sql_enum::sql_enum;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS accounts (

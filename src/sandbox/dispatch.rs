@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 use super::Sandbox;
 use super::db::DispatchState;
 use super::shapes::Outgoing;
-use crate::store::rfc3339;
-use crate::store::sql_enum::sql_enum;
+use super::sql_enum::sql_enum;
+use crate::clock::rfc3339;
 
 /// After the first dispatch, when each retry goes.
 pub const RETRY_OFFSETS: [Duration; 5] = [

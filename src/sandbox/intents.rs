@@ -16,9 +16,9 @@ use super::db;
 use super::dispatch;
 use super::resources::{ok_json, platform_error};
 use super::shapes;
+use crate::clock::rfc3339;
 use crate::http::response::Body;
 use crate::money::Money;
-use crate::store::rfc3339;
 
 pub(super) async fn create_intent(
     sb: &Sandbox,

@@ -14,8 +14,8 @@ use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, To
 use rusqlite::params;
 
 use super::Sandbox;
-use crate::store::rfc3339;
-use crate::store::sql_enum::sql_enum;
+use super::sql_enum::sql_enum;
+use crate::clock::rfc3339;
 
 /// How long after the channel is turned on mails start (platform time).
 pub const EMAIL_DELAY: Duration = Duration::from_secs(30 * 60);

@@ -20,6 +20,7 @@ mod intents;
 pub mod mail;
 mod resources;
 pub mod shapes;
+mod sql_enum;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -179,7 +180,7 @@ impl Sandbox {
     }
 
     pub fn now(&self) -> i64 {
-        crate::store::unix_ms(self.clock.now())
+        crate::clock::unix_ms(self.clock.now())
     }
 
     /// Fault injection and the log of calls to the resources API.

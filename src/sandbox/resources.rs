@@ -373,7 +373,7 @@ async fn refund_payment(
         "payment_id": payment["id"],
         "amount": payment["transaction_amount"],
         "status": "approved",
-        "date_created": crate::store::rfc3339(sb.now()),
+        "date_created": crate::clock::rfc3339(sb.now()),
     });
     payment["status"] = json!("refunded");
     payment["status_detail"] = json!("refunded");

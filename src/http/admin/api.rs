@@ -11,9 +11,9 @@ use serde_json::json;
 use super::Shared;
 use super::error::{AdminError, Result};
 use crate::domain::Review;
+use crate::domain::{EventState, JobState};
 use crate::http::classify::Query;
-use crate::store::admin::{self, DeliveryFilter};
-use crate::store::{self, Answer};
+use crate::store::{self, Answer, DEFAULT_LIMIT, DeliveryFilter, MAX_LIMIT};
 
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
@@ -44,14 +44,12 @@ fn id(text: &str) -> Result<i64> {
 
 fn limit(q: &Query) -> Result<usize> {
     match q.get("limit") {
-        None => Ok(admin::DEFAULT_LIMIT),
+        None => Ok(DEFAULT_LIMIT),
         Some(l) => l
             .parse()
             .ok()
-            .filter(|n| (1..=admin::MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                AdminError::BadRequest(format!("limit must be 1 to {}", admin::MAX_LIMIT))
-            }),
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| AdminError::BadRequest(format!("limit must be 1 to {MAX_LIMIT}"))),
     }
 }
 
@@ -86,16 +84,13 @@ async fn deliveries(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<
         before: q.get("before").map(id).transpose()?,
         limit: limit(&q)?,
     };
-    let rows = s
-        .store
-        .read(move |c| admin::list_deliveries(c, &filter))
-        .await?;
+    let rows = s.store.list_deliveries(filter).await?;
     Ok(Json(rows).into_response())
 }
 
 async fn delivery(State(s): State<Shared>, Path(text): Path<String>) -> Result<Response> {
     let n = id(&text)?;
-    let d = s.store.read(move |c| admin::get_delivery(c, n)).await?;
+    let d = s.store.get_delivery(n).await?;
     Ok(found(d, "delivery")?.into_response())
 }
 
@@ -104,7 +99,7 @@ async fn jobs(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Respon
     let state = q
         .get("state")
         .map(|st| {
-            admin::parse_job_state(st).ok_or_else(|| {
+            JobState::parse(st).ok_or_else(|| {
                 AdminError::BadRequest(format!(
                     "state must be pending, running, done or dead, not {st:?}"
                 ))
@@ -112,33 +107,26 @@ async fn jobs(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Respon
         })
         .transpose()?;
     let limit = limit(&q)?;
-    let rows = s
-        .store
-        .read(move |c| admin::list_jobs(c, state, limit))
-        .await?;
+    let rows = s.store.list_jobs(state, limit).await?;
     Ok(Json(rows).into_response())
 }
 
 async fn job(State(s): State<Shared>, Path(text): Path<String>) -> Result<Response> {
     let n = id(&text)?;
-    let j = s.store.read(move |c| admin::get_job(c, n)).await?;
+    let j = s.store.get_job(n).await?;
     Ok(found(j, "job")?.into_response())
 }
 
 async fn retry_dead(State(s): State<Shared>) -> Result<Response> {
     let now = s.now();
-    let n = s
-        .store
-        .write(move |c| admin::retry_dead_jobs(c, now))
-        .await?;
-    s.store.wake_worker();
+    let n = s.store.retry_dead_jobs(now).await?;
     Ok(Json(json!({"retried": n})).into_response())
 }
 
 async fn retry_job(State(s): State<Shared>, Path(text): Path<String>) -> Result<Response> {
     let n = id(&text)?;
     let now = s.now();
-    if !s.store.write(move |c| admin::retry_job(c, n, now)).await? {
+    if !s.store.retry_job(n, now).await? {
         return Err(AdminError::Conflict {
             code: "not_dead",
             message: format!("job {n} does not exist or is not dead"),
@@ -158,10 +146,7 @@ async fn order(
         .map(str::to_string)
         .or_else(|| s.default_account.clone())
         .ok_or_else(|| AdminError::BadRequest("several accounts: give ?account=NAME".into()))?;
-    let o = s
-        .store
-        .read(move |c| admin::get_order(c, &account, &order))
-        .await?;
+    let o = s.store.get_order(account, order).await?;
     Ok(found(o, "merchant order")?.into_response())
 }
 
@@ -171,7 +156,7 @@ async fn events(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Resp
     let state = q
         .get("state")
         .map(|st| {
-            admin::parse_event_state(st).ok_or_else(|| {
+            EventState::parse(st).ok_or_else(|| {
                 AdminError::BadRequest(format!(
                     "state must be pending, delivered, dead or stored, not {st:?}"
                 ))
@@ -179,15 +164,12 @@ async fn events(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Resp
         })
         .transpose()?;
     let limit = limit(&q)?;
-    let rows = s
-        .store
-        .read(move |c| admin::list_events(c, kind.as_deref(), state, limit))
-        .await?;
+    let rows = s.store.list_events(kind, state, limit).await?;
     Ok(Json(rows).into_response())
 }
 
 async fn event(State(s): State<Shared>, Path(event): Path<String>) -> Result<Response> {
-    let e = s.store.read(move |c| admin::get_event(c, &event)).await?;
+    let e = s.store.get_event(event).await?;
     Ok(found(e, "event")?.into_response())
 }
 
@@ -199,15 +181,9 @@ async fn redeliver(State(s): State<Shared>, Path(event): Path<String>) -> Result
         });
     }
     let now = s.now();
-    let target = event.clone();
-    if !s
-        .store
-        .write(move |c| admin::redeliver_event(c, &target, now))
-        .await?
-    {
+    if !s.store.redeliver_event(event.clone(), now).await? {
         return Err(AdminError::NotFound(format!("no event {event}")));
     }
-    s.store.wake_outbox();
     Ok(Json(json!({"redelivering": event})).into_response())
 }
 

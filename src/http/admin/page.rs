@@ -19,7 +19,7 @@ use super::error::{AdminError, Result};
 use super::{Shared, constant_time_eq};
 use crate::domain::JobState;
 use crate::http::classify::Query;
-use crate::store::admin::{self, DeliveryFilter, DeliverySummary, EventSummary, JobSummary};
+use crate::store::{DeliveryFilter, DeliverySummary, EventSummary, JobSummary};
 
 /// The retry form is one hidden field; anything larger is not ours.
 const FORM_LIMIT: usize = 1024;
@@ -67,27 +67,18 @@ pub fn csrf_token(secret: &str) -> String {
 async fn page(State(s): State<Shared>) -> Result<Response> {
     let storage_ok = s.store.check_writable().await.is_ok();
     let now = s.now();
-    let (health, counts, jobs, deliveries, events) = s
-        .store
-        .read(move |c| {
-            let mut jobs = admin::list_jobs(c, Some(JobState::Dead), 50)?;
-            jobs.extend(admin::list_jobs(c, Some(JobState::Running), 20)?);
-            jobs.extend(admin::list_jobs(c, Some(JobState::Pending), 20)?);
-            Ok((
-                admin::health(c)?,
-                admin::metrics_snapshot(c, now)?,
-                jobs,
-                admin::list_deliveries(
-                    c,
-                    &DeliveryFilter {
-                        limit: 20,
-                        ..Default::default()
-                    },
-                )?,
-                admin::list_events(c, None, None, 20)?,
-            ))
+    let store = &s.store;
+    let mut jobs = store.list_jobs(Some(JobState::Dead), 50).await?;
+    jobs.extend(store.list_jobs(Some(JobState::Running), 20).await?);
+    jobs.extend(store.list_jobs(Some(JobState::Pending), 20).await?);
+    let (health, counts) = (store.health().await?, store.metrics_snapshot(now).await?);
+    let deliveries = store
+        .list_deliveries(DeliveryFilter {
+            limit: 20,
+            ..Default::default()
         })
         .await?;
+    let events = store.list_events(None, None, 20).await?;
     let page = StatusPage {
         storage_ok,
         api: health.last_api_call.map(|f| ApiCall {
@@ -133,8 +124,7 @@ async fn retry(State(s): State<Shared>, Path(text): Path<String>, body: Bytes) -
         return Err(AdminError::Forbidden("the form is stale: reload the page"));
     }
     let now = s.now();
-    s.store.write(move |c| admin::retry_job(c, id, now)).await?;
-    s.store.wake_worker();
+    s.store.retry_job(id, now).await?;
     let mut res = Redirect::to("/").into_response();
     protect(&mut res);
     Ok(res)

@@ -11,75 +11,9 @@
 //! - made pending again with fresh attempts, when it is done or dead.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use sha2::{Digest, Sha256};
 
-use crate::domain::{JobKind, JobState, Kind, SignatureStatus};
-
-/// A request accepted at the notification endpoint, ready to store.
-#[derive(Debug, Clone)]
-pub struct NewDelivery {
-    pub received_at: i64,
-    pub account: String,
-    pub kind: Kind,
-    pub topic: String,
-    /// Empty when the notification names nothing (a topic not acted on).
-    pub resource_id: String,
-    pub notification_id: Option<String>,
-    pub source_news: Option<String>,
-    pub query: String,
-    /// JSON object of the headers we keep.
-    pub headers: String,
-    pub body: bytes::Bytes,
-    /// Set when `body` was cut short: the size received.
-    pub body_size: Option<usize>,
-    pub remote_addr: String,
-    pub fingerprint: [u8; 32],
-    pub signature: SignatureStatus,
-    /// `None`: a topic we do not handle (recorded, no job).
-    pub job: Option<NewJob>,
-}
-
-#[derive(Debug, Clone)]
-pub struct NewJob {
-    pub key: String,
-    pub kind: JobKind,
-    pub resource_id: String,
-    /// `domain::Work` as JSON: what the job runs.
-    pub work: String,
-    /// `Work::rank`: coalescing keeps the work of the higher rank.
-    pub rank: i64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ingested {
-    pub delivery_id: i64,
-    pub duplicate: bool,
-    pub job_id: Option<i64>,
-}
-
-/// What makes two deliveries "the same notification": account, kind, topic,
-/// resource and the exact body. Headers are left out on purpose: a retry
-/// carries a new `x-request-id` and signature.
-pub fn fingerprint(
-    account: &str,
-    kind: Kind,
-    topic: &str,
-    resource_id: &str,
-    body: &[u8],
-) -> [u8; 32] {
-    let mut h = Sha256::new();
-    for part in [
-        account.as_bytes(),
-        kind.as_str().as_bytes(),
-        topic.as_bytes(),
-        resource_id.as_bytes(),
-    ] {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part);
-    }
-    h.update(body);
-    h.finalize().into()
-}
+use crate::domain::JobState;
+use crate::store::model::{Ingested, NewDelivery, NewJob};
 
 pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ingested> {
     let duplicate_of: Option<i64> = conn

@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
-use super::StoreError;
+use crate::store::StoreError;
 
 /// Operations queued beyond this wait (backpressure on the callers).
 const QUEUE: usize = 4096;
@@ -59,7 +59,7 @@ where
         let result = match (commit, self.out) {
             (Err(e), _) => Err(StoreError::Unavailable(e.to_string())),
             (Ok(()), Some(Ok(v))) => Ok(v),
-            (Ok(()), Some(Err(e))) => Err(StoreError::Sql(e)),
+            (Ok(()), Some(Err(e))) => Err(StoreError::from(e)),
             (Ok(()), None) => Err(StoreError::Unavailable("operation did not run".into())),
         };
         // The caller may have gone (request cancelled): nothing to tell.
@@ -82,7 +82,7 @@ impl CommitHealth {
     }
 
     fn record(&self, ok: bool) {
-        let now = super::unix_ms_now();
+        let now = crate::clock::unix_ms_now();
         let slot = if ok {
             &self.last_ok
         } else {
@@ -334,7 +334,7 @@ mod tests {
         // Queued together, so they share a batch; 1 is inserted twice.
         let (a, b, c, d) = tokio::join!(insert(1), insert(2), insert(1), insert(3));
         assert!(a.is_ok() && b.is_ok() && d.is_ok(), "{a:?} {b:?} {d:?}");
-        assert!(matches!(c, Err(StoreError::Sql(_))), "{c:?}");
+        assert!(matches!(c, Err(StoreError::Database(_))), "{c:?}");
         let count = writer
             .write(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)))
             .await

@@ -12,29 +12,8 @@
 use rusqlite::{Connection, params};
 
 use super::decisions;
-use crate::domain::Effects;
-use crate::domain::{JobKind, JobState, Work};
-
-/// A job the worker holds.
-#[derive(Debug, Clone)]
-pub struct LeasedJob {
-    pub id: i64,
-    pub account: String,
-    pub key: String,
-    pub kind: JobKind,
-    pub resource_id: String,
-    /// The delivery its work came from (`None`: made by a person or pointhook).
-    pub input_delivery_id: Option<i64>,
-    /// What to run; `Err` holds why the stored work cannot be read.
-    pub work: Result<Work, String>,
-    /// This run's number, from 1.
-    pub attempt: u32,
-}
-
-fn read_work(text: Option<String>) -> Result<Work, String> {
-    let text = text.ok_or("the job has no work recorded")?;
-    serde_json::from_str(&text).map_err(|e| format!("the job's work cannot be read: {e}"))
-}
+use crate::domain::JobState;
+use crate::store::model::{FetchRow, Finish, JobOutcome, LeasedJob};
 
 pub(super) fn release_all(conn: &Connection) -> rusqlite::Result<usize> {
     conn.execute(
@@ -77,7 +56,7 @@ pub(super) fn lease(
                 resource_id: r.get(4)?,
                 input_delivery_id: r.get(5)?,
                 attempt: r.get(6)?,
-                work: read_work(r.get(7)?),
+                work: LeasedJob::read_work(r.get(7)?),
             })
         },
     )?
@@ -96,37 +75,6 @@ pub(super) fn renew(conn: &Connection, job: &LeasedJob, until: i64) -> rusqlite:
 pub(super) fn holds_lease(conn: &Connection, job: &LeasedJob) -> rusqlite::Result<bool> {
     conn.prepare_cached("SELECT 1 FROM jobs WHERE id = ?1 AND attempts = ?2 AND state = ?3")?
         .exists(params![job.id, job.attempt, JobState::Running])
-}
-
-/// What became of a run's outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Finish {
-    /// Recorded; these events were queued.
-    Recorded(Vec<String>),
-    /// The lease was lost: nothing was recorded.
-    LeaseLost,
-}
-
-/// How a run ended.
-#[derive(Debug, Clone)]
-pub enum JobOutcome {
-    /// Decided: the effects are applied, then the job is done, or pending
-    /// again at once when a notification asked for a re-run while it ran.
-    Done(Effects),
-    /// Failed for now: pending again at `run_at` (sooner if re-run was asked).
-    Retry { run_at: i64, error: String },
-    /// Failed for good, or out of attempts.
-    Dead { error: String },
-}
-
-/// An API call made by a run, kept for the operator.
-#[derive(Debug, Clone)]
-pub struct FetchRow {
-    pub endpoint: &'static str,
-    pub resource_id: String,
-    pub status: u16,
-    pub elapsed_ms: u64,
-    pub at: i64,
 }
 
 /// Records a run's outcome and its API calls, if the run still holds its

@@ -4,146 +4,14 @@
 //! server runs (WAL: readers never wait for the writer).
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
 use serde_json::Value;
 
-use super::decisions::rfc3339;
+use crate::clock::rfc3339;
 use crate::domain::{EventState, JobKind, JobState, Kind, SignatureStatus};
-
-pub const DEFAULT_LIMIT: usize = 50;
-pub const MAX_LIMIT: usize = 500;
-
-#[derive(Debug, Clone, Default)]
-pub struct DeliveryFilter {
-    pub account: Option<String>,
-    pub kind: Option<String>,
-    pub topic: Option<String>,
-    /// Unix milliseconds.
-    pub since: Option<i64>,
-    /// Only deliveries older than this id (the next page).
-    pub before: Option<i64>,
-    pub limit: usize,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DeliverySummary {
-    pub id: i64,
-    pub received_at: String,
-    pub account: String,
-    pub kind: &'static str,
-    pub topic: String,
-    pub resource_id: String,
-    pub duplicate_of: Option<i64>,
-    pub signature: &'static str,
-    /// `None`: a topic not acted on.
-    pub job_key: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DeliveryDetail {
-    #[serde(flatten)]
-    pub summary: DeliverySummary,
-    pub notification_id: Option<String>,
-    pub source_news: Option<String>,
-    pub remote_addr: String,
-    pub query: String,
-    pub headers: Value,
-    /// The body exactly as received, when it is UTF-8 (else `body_base64`).
-    pub body: Option<String>,
-    pub body_base64: Option<String>,
-    /// Set when the body kept was cut short (a topic nothing acts on): the
-    /// size received.
-    pub body_size: Option<i64>,
-    pub job: Option<JobSummary>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct JobSummary {
-    pub id: i64,
-    pub account: String,
-    pub key: String,
-    pub kind: &'static str,
-    pub state: &'static str,
-    pub attempts: i64,
-    pub next_run: Option<String>,
-    pub last_error: Option<String>,
-    pub updated_at: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct JobDetail {
-    #[serde(flatten)]
-    pub summary: JobSummary,
-    pub created_at: String,
-    pub lease_until: Option<String>,
-    pub rerun_requested: bool,
-    pub input_delivery_id: Option<i64>,
-    pub deliveries: Vec<i64>,
-    pub fetches: Vec<FetchView>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct FetchView {
-    pub job_id: i64,
-    pub endpoint: String,
-    pub resource_id: String,
-    /// HTTP status; 0 when no answer came.
-    pub status: i64,
-    pub elapsed_ms: i64,
-    pub at: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct EventSummary {
-    pub id: String,
-    pub account: String,
-    #[serde(rename = "type")]
-    pub event_type: String,
-    pub subject: String,
-    pub state: &'static str,
-    pub attempts: i64,
-    pub created_at: String,
-    pub delivered_at: Option<String>,
-    pub last_error: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct EventDetail {
-    #[serde(flatten)]
-    pub summary: EventSummary,
-    pub job_id: Option<i64>,
-    pub next_attempt_at: Option<String>,
-    /// The exact JSON that is POSTed.
-    pub body: Value,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct OrderView {
-    pub account: String,
-    pub merchant_order_id: String,
-    pub total_amount: Option<String>,
-    pub paid_amount: Option<String>,
-    /// The latest of released, awaiting shipment, blocked, fraud after release.
-    pub decision: Option<String>,
-    pub released_at: Option<String>,
-    pub blocked: bool,
-    pub blocked_at: Option<String>,
-    pub at_risk_at: Option<String>,
-    pub deliveries: Vec<DeliverySummary>,
-    pub fetches: Vec<FetchView>,
-    pub events: Vec<EventSummary>,
-}
+use crate::store::views::*;
 
 fn ts(ms: Option<i64>) -> Option<String> {
     ms.map(rfc3339)
-}
-
-pub fn parse_job_state(s: &str) -> Option<JobState> {
-    JobState::parse(s)
-}
-
-pub fn parse_event_state(s: &str) -> Option<EventState> {
-    EventState::parse(s)
 }
 
 const DELIVERY_COLUMNS: &str =
@@ -164,7 +32,7 @@ fn delivery_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliverySummary> 
 }
 
 /// Newest first. An unknown `kind` matches nothing.
-pub fn list_deliveries(
+pub(super) fn list_deliveries(
     conn: &Connection,
     f: &DeliveryFilter,
 ) -> rusqlite::Result<Vec<DeliverySummary>> {
@@ -189,7 +57,7 @@ pub fn list_deliveries(
     .collect()
 }
 
-pub fn get_delivery(conn: &Connection, id: i64) -> rusqlite::Result<Option<DeliveryDetail>> {
+pub(super) fn get_delivery(conn: &Connection, id: i64) -> rusqlite::Result<Option<DeliveryDetail>> {
     let row = conn
         .query_row(
             &format!(
@@ -275,7 +143,7 @@ fn job_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobSummary> {
 }
 
 /// Dead first, then running, pending and done; newest first within each.
-pub fn list_jobs(
+pub(super) fn list_jobs(
     conn: &Connection,
     state: Option<JobState>,
     limit: usize,
@@ -289,7 +157,7 @@ pub fn list_jobs(
     .collect()
 }
 
-pub fn get_job(conn: &Connection, id: i64) -> rusqlite::Result<Option<JobDetail>> {
+pub(super) fn get_job(conn: &Connection, id: i64) -> rusqlite::Result<Option<JobDetail>> {
     let row = conn
         .query_row(
             &format!(
@@ -351,8 +219,22 @@ fn fetches_of(
     .collect()
 }
 
+/// The job with `key` in `account`.
+pub(super) fn job_by_key(
+    conn: &Connection,
+    account: &str,
+    key: &str,
+) -> rusqlite::Result<Option<JobSummary>> {
+    conn.query_row(
+        &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE account = ?1 AND job_key = ?2"),
+        params![account, key],
+        job_summary,
+    )
+    .optional()
+}
+
 /// A dead job runs again, with fresh attempts. `false`: no such dead job.
-pub fn retry_job(conn: &Connection, id: i64, now: i64) -> rusqlite::Result<bool> {
+pub(super) fn retry_job(conn: &Connection, id: i64, now: i64) -> rusqlite::Result<bool> {
     Ok(conn.execute(
         "UPDATE jobs SET state = ?2, attempts = 0, run_at = ?3, last_error = NULL, updated_at = ?3
          WHERE id = ?1 AND state = ?4",
@@ -360,7 +242,7 @@ pub fn retry_job(conn: &Connection, id: i64, now: i64) -> rusqlite::Result<bool>
     )? == 1)
 }
 
-pub fn retry_dead_jobs(conn: &Connection, now: i64) -> rusqlite::Result<usize> {
+pub(super) fn retry_dead_jobs(conn: &Connection, now: i64) -> rusqlite::Result<usize> {
     conn.execute(
         "UPDATE jobs SET state = ?1, attempts = 0, run_at = ?2, last_error = NULL, updated_at = ?2
          WHERE state = ?3",
@@ -387,7 +269,7 @@ fn event_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventSummary> {
 }
 
 /// Newest first.
-pub fn list_events(
+pub(super) fn list_events(
     conn: &Connection,
     event_type: Option<&str>,
     state: Option<EventState>,
@@ -402,7 +284,7 @@ pub fn list_events(
     .collect()
 }
 
-pub fn get_event(conn: &Connection, id: &str) -> rusqlite::Result<Option<EventDetail>> {
+pub(super) fn get_event(conn: &Connection, id: &str) -> rusqlite::Result<Option<EventDetail>> {
     conn.query_row(
         &format!("SELECT {EVENT_COLUMNS}, job_id, next_attempt_at, body FROM events WHERE id = ?1"),
         [id],
@@ -421,7 +303,7 @@ pub fn get_event(conn: &Connection, id: &str) -> rusqlite::Result<Option<EventDe
 }
 
 /// Sends an event again, with the same id. `false`: no such event.
-pub fn redeliver_event(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<bool> {
+pub(super) fn redeliver_event(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<bool> {
     Ok(conn.execute(
         "UPDATE events SET state = ?2, next_attempt_at = ?3, delivered_at = NULL WHERE id = ?1",
         params![id, EventState::Pending, now],
@@ -430,7 +312,7 @@ pub fn redeliver_event(conn: &Connection, id: &str, now: i64) -> rusqlite::Resul
 
 /// A merchant order's state and its history. `None` when nothing is known
 /// of it.
-pub fn get_order(
+pub(super) fn get_order(
     conn: &Connection,
     account: &str,
     order: &str,
@@ -516,16 +398,7 @@ fn clamp(limit: usize) -> i64 {
     }
 }
 
-/// What `/metrics` reads from the database at scrape time.
-#[derive(Debug, Clone, Default)]
-pub struct MetricsSnapshot {
-    pub jobs: Vec<(&'static str, i64)>,
-    pub outbox_backlog: i64,
-    /// Age of the oldest pending event, in ms (0 when none).
-    pub outbox_oldest_ms: i64,
-}
-
-pub fn metrics_snapshot(conn: &Connection, now: i64) -> rusqlite::Result<MetricsSnapshot> {
+pub(super) fn metrics_snapshot(conn: &Connection, now: i64) -> rusqlite::Result<MetricsSnapshot> {
     let mut jobs: Vec<(&'static str, i64)> = [
         JobState::Pending,
         JobState::Running,
@@ -555,17 +428,7 @@ pub fn metrics_snapshot(conn: &Connection, now: i64) -> rusqlite::Result<Metrics
     })
 }
 
-/// The health the status page shows: the last API call, and how the
-/// merchant's endpoint has been answering.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Health {
-    pub last_api_call: Option<FetchView>,
-    pub last_delivered_at: Option<String>,
-    /// An event that is waiting after failed attempts, and why.
-    pub merchant_failing: Option<String>,
-}
-
-pub fn health(conn: &Connection) -> rusqlite::Result<Health> {
+pub(super) fn health(conn: &Connection) -> rusqlite::Result<Health> {
     let last_api_call = fetches_of(conn, "1 = 1", [])?.into_iter().next();
     let last_delivered_at = conn
         .query_row("SELECT max(delivered_at) FROM events", [], |r| {

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::StoreError;
+use crate::store::StoreError;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -178,6 +178,10 @@ const MIGRATIONS: &[&str] = &[
     DROP INDEX deliveries_resource;
     CREATE INDEX deliveries_resource ON deliveries (account, resource_id, fingerprint);
     ALTER TABLE deliveries ADD COLUMN body_size INTEGER;   -- set when body was cut short
+    "#,
+    // 5: events are leased for an attempt (several senders on one outbox).
+    r#"
+    ALTER TABLE events ADD COLUMN lease_until INTEGER;
     "#,
 ];
 

@@ -8,21 +8,11 @@
 //! both pass them.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use sha2::{Digest, Sha256};
 
-use super::jobs::LeasedJob;
+use crate::clock::rfc3339;
 use crate::domain::{Decision, Effects, EventState, Guard, HeldAlert, Mark, Review, Slot};
 use crate::rules::{self, Finality};
-
-/// The stable id of the event for a decision.
-pub fn event_id(account: &str, subject: &str, key: &str) -> String {
-    let mut h = Sha256::new();
-    for part in [account, subject, key] {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part.as_bytes());
-    }
-    format!("evt_{}", hex::encode(&h.finalize()[..16]))
-}
+use crate::store::model::{LeasedJob, event_id};
 
 /// Applies `effects`; returns the ids of the events queued.
 pub(super) fn apply(
@@ -258,16 +248,6 @@ pub(super) fn lift_block(
     Ok(())
 }
 
-/// Unix milliseconds as RFC 3339 UTC (`2026-11-22T14:00:00.000Z`). Total:
-/// a time before 1970 shows as the epoch, one past year 9999 as the last
-/// millisecond of 9999, so no stored number can make a page fail.
-pub fn rfc3339(ms: i64) -> String {
-    const LAST: i64 = 253_402_300_799_999; // 9999-12-31T23:59:59.999Z
-    let ms = ms.clamp(0, LAST) as u64;
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
 /// Whether an order is (released, blocked).
 pub(super) fn order_flags(
     conn: &Connection,
@@ -283,18 +263,4 @@ pub(super) fn order_flags(
         )
         .optional()?
         .unwrap_or((false, false)))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn every_time_formats() {
-        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(super::rfc3339(-5), "1970-01-01T00:00:00.000Z");
-        assert_eq!(super::rfc3339(i64::MAX), "9999-12-31T23:59:59.999Z");
-        assert_eq!(
-            super::rfc3339(1_763_632_800_000),
-            "2025-11-20T10:00:00.000Z"
-        );
-    }
 }

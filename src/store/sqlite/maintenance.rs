@@ -8,37 +8,18 @@
 use std::path::Path;
 
 use rusqlite::{Connection, params};
-use serde::Serialize;
 
 use crate::domain::{EventState, JobState};
-
-/// Rows deleted per transaction, so a prune never holds the writer long.
-pub const PRUNE_BATCH: usize = 2000;
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Pruned {
-    pub deliveries: usize,
-    pub jobs: usize,
-    pub events: usize,
-    pub fetches: usize,
-}
-
-impl Pruned {
-    pub fn total(&self) -> usize {
-        self.deliveries + self.jobs + self.events + self.fetches
-    }
-
-    pub fn add(&mut self, other: Pruned) {
-        self.deliveries += other.deliveries;
-        self.jobs += other.jobs;
-        self.events += other.events;
-        self.fetches += other.fetches;
-    }
-}
+use crate::store::StoreError;
+use crate::store::views::Pruned;
 
 /// One batch of pruning of everything finished before `cutoff` (unix ms);
 /// call until it deletes nothing.
-pub fn prune_batch(conn: &Connection, cutoff: i64, batch: usize) -> rusqlite::Result<Pruned> {
+pub(super) fn prune_batch(
+    conn: &Connection,
+    cutoff: i64,
+    batch: usize,
+) -> rusqlite::Result<Pruned> {
     let limit = batch as i64;
     let jobs = conn.execute(
         "DELETE FROM jobs WHERE id IN (
@@ -85,7 +66,7 @@ pub fn prune_batch(conn: &Connection, cutoff: i64, batch: usize) -> rusqlite::Re
 
 /// A consistent copy of the database at `dest`, taken while it is in use
 /// (one read transaction, so the copy is a single moment).
-pub fn backup(conn: &Connection, dest: &Path) -> Result<(), super::StoreError> {
+pub(super) fn backup(conn: &Connection, dest: &Path) -> Result<(), StoreError> {
     // The copy holds every body and secret-bearing header: only its owner
     // may read it. Created here, new, so it never inherits wider rights.
     {
@@ -95,7 +76,7 @@ pub fn backup(conn: &Connection, dest: &Path) -> Result<(), super::StoreError> {
             .create_new(true)
             .mode(0o600)
             .open(dest)
-            .map_err(|source| super::StoreError::Io {
+            .map_err(|source| StoreError::Io {
                 context: format!("cannot create {}", dest.display()),
                 source,
             })?;

@@ -26,7 +26,6 @@ macro_rules! sql_enum {
         }
     };
 }
-pub(crate) use sql_enum;
 
 sql_enum!(Kind {
     Ipn,

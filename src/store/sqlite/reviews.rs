@@ -4,33 +4,13 @@
 //! and the order's release rule runs again).
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
 
-use super::decisions::{self, rfc3339};
-use super::deliveries::{self, NewJob};
+use super::decisions;
+use super::deliveries;
+use crate::clock::rfc3339;
 use crate::domain::{Decision, EventType, JobState, MerchantOrderId, Review, Slot, Work};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ReviewView {
-    pub id: i64,
-    pub account: String,
-    pub state: &'static str,
-    pub merchant_order_id: Option<String>,
-    pub payment_id: Option<String>,
-    pub reason: String,
-    pub job_key: String,
-    pub created_at: String,
-    pub decided_at: Option<String>,
-}
-
-/// What a person's answer changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    Done(Box<ReviewView>),
-    NotFound,
-    /// Confirmed or dismissed already.
-    AlreadyDecided(&'static str),
-}
+use crate::store::model::NewJob;
+use crate::store::views::{Answer, ReviewView};
 
 const COLUMNS: &str =
     "id, account, state, merchant_order, payment, reason, job_key, created_at, decided_at";
@@ -51,7 +31,7 @@ fn view(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReviewView> {
 }
 
 /// Newest first; `None`: every state.
-pub fn list(
+pub(super) fn list(
     conn: &Connection,
     state: Option<Review>,
     limit: i64,
@@ -63,7 +43,7 @@ pub fn list(
     .collect()
 }
 
-pub fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<ReviewView>> {
+pub(super) fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<ReviewView>> {
     conn.query_row(
         &format!("SELECT {COLUMNS} FROM fraud_reviews WHERE id = ?1"),
         [id],
@@ -109,7 +89,7 @@ fn decide(
 
 /// A person confirms the alert: its job runs again, now allowed to cancel
 /// or refund.
-pub fn confirm(conn: &Connection, id: i64, now: i64) -> rusqlite::Result<Answer> {
+pub(super) fn confirm(conn: &Connection, id: i64, now: i64) -> rusqlite::Result<Answer> {
     let review = match decide(conn, id, Review::Confirmed, now)? {
         Ok(r) => r,
         Err(answer) => return Ok(answer),
@@ -135,7 +115,7 @@ pub fn confirm(conn: &Connection, id: i64, now: i64) -> rusqlite::Result<Answer>
 /// A person dismisses the alert: its block is lifted (the order stays
 /// blocked if another alert's block stands), `fraud_alert.dismissed` is
 /// told, and the merchant order is fetched again so the release rule runs.
-pub fn dismiss(
+pub(super) fn dismiss(
     conn: &Connection,
     id: i64,
     now: i64,

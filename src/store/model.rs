@@ -1,0 +1,148 @@
+//! What the store takes and gives back: new deliveries and jobs, a leased
+//! job and how it ended, a leased event. Backend-neutral: no database type
+//! appears here.
+
+use sha2::{Digest, Sha256};
+
+use crate::domain::{Effects, JobKind, Kind, SignatureStatus, Work};
+
+/// A request accepted at the notification endpoint, ready to store.
+#[derive(Debug, Clone)]
+pub struct NewDelivery {
+    pub received_at: i64,
+    pub account: String,
+    pub kind: Kind,
+    pub topic: String,
+    /// Empty when the notification names nothing (a topic not acted on).
+    pub resource_id: String,
+    pub notification_id: Option<String>,
+    pub source_news: Option<String>,
+    pub query: String,
+    /// JSON object of the headers we keep.
+    pub headers: String,
+    pub body: bytes::Bytes,
+    /// Set when `body` was cut short: the size received.
+    pub body_size: Option<usize>,
+    pub remote_addr: String,
+    pub fingerprint: [u8; 32],
+    pub signature: SignatureStatus,
+    /// `None`: a topic we do not handle (recorded, no job).
+    pub job: Option<NewJob>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub key: String,
+    pub kind: JobKind,
+    pub resource_id: String,
+    /// `domain::Work` as JSON: what the job runs.
+    pub work: String,
+    /// `Work::rank`: coalescing keeps the work of the higher rank.
+    pub rank: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ingested {
+    pub delivery_id: i64,
+    pub duplicate: bool,
+    pub job_id: Option<i64>,
+}
+
+/// What makes two deliveries "the same notification": account, kind, topic,
+/// resource and the exact body. Headers are left out on purpose: a retry
+/// carries a new `x-request-id` and signature.
+pub fn fingerprint(
+    account: &str,
+    kind: Kind,
+    topic: &str,
+    resource_id: &str,
+    body: &[u8],
+) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in [
+        account.as_bytes(),
+        kind.as_str().as_bytes(),
+        topic.as_bytes(),
+        resource_id.as_bytes(),
+    ] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    h.update(body);
+    h.finalize().into()
+}
+
+/// A job the worker holds.
+#[derive(Debug, Clone)]
+pub struct LeasedJob {
+    pub id: i64,
+    pub account: String,
+    pub key: String,
+    pub kind: JobKind,
+    pub resource_id: String,
+    /// The delivery its work came from (`None`: made by a person or pointhook).
+    pub input_delivery_id: Option<i64>,
+    /// What to run; `Err` holds why the stored work cannot be read.
+    pub work: Result<Work, String>,
+    /// This run's number, from 1.
+    pub attempt: u32,
+}
+
+impl LeasedJob {
+    /// The stored work, read back (`Err`: why it cannot be).
+    pub fn read_work(text: Option<String>) -> Result<Work, String> {
+        let text = text.ok_or("the job has no work recorded")?;
+        serde_json::from_str(&text).map_err(|e| format!("the job's work cannot be read: {e}"))
+    }
+}
+
+/// What became of a run's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finish {
+    /// Recorded; these events were queued.
+    Recorded(Vec<String>),
+    /// The lease was lost: nothing was recorded.
+    LeaseLost,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub enum JobOutcome {
+    /// Decided: the effects are applied, then the job is done, or pending
+    /// again at once when a notification asked for a re-run while it ran.
+    Done(Effects),
+    /// Failed for now: pending again at `run_at` (sooner if re-run was asked).
+    Retry { run_at: i64, error: String },
+    /// Failed for good, or out of attempts.
+    Dead { error: String },
+}
+
+/// An API call made by a run, kept for the operator.
+#[derive(Debug, Clone)]
+pub struct FetchRow {
+    pub endpoint: &'static str,
+    pub resource_id: String,
+    pub status: u16,
+    pub elapsed_ms: u64,
+    pub at: i64,
+}
+
+/// An event leased for a delivery attempt. `attempts` is its fence: the
+/// outcome is recorded only while the event still has that many attempts.
+#[derive(Debug, Clone)]
+pub struct LeasedEvent {
+    pub id: String,
+    pub body: String,
+    pub created_at: i64,
+    pub attempts: u32,
+}
+
+/// The stable id of the event for a decision.
+pub fn event_id(account: &str, subject: &str, key: &str) -> String {
+    let mut h = Sha256::new();
+    for part in [account, subject, key] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    format!("evt_{}", hex::encode(&h.finalize()[..16]))
+}

@@ -1,0 +1,575 @@
+//! The SQLite backend: one file, one owning process. It owns the file's
+//! migrations, the single writer thread (group commit), a small pool of read
+//! connections, and a background checkpointer.
+//!
+//! Durability: WAL with `synchronous=FULL`, so a commit is on disk (the WAL
+//! is fsynced) before a write returns. Checkpoints run on their own thread
+//! (`wal_autocheckpoint` is off for the writer) so that a commit never waits
+//! for one.
+//!
+//! A server opens the file as its owner (a lock file beside it, the writer
+//! thread). The CLI opens it as a client, next to a running server: reads
+//! never wait (WAL), and a write is one short transaction of its own that
+//! waits for the server's writer for up to 5 seconds.
+
+pub(super) mod admin;
+mod decisions;
+mod deliveries;
+mod events;
+mod jobs;
+mod maintenance;
+mod migrations;
+mod reviews;
+mod sql_enum;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::StoreError;
+use super::model::{
+    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob,
+};
+use super::views::{
+    Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
+    JobDetail, JobSummary, MetricsSnapshot, OrderView, Pruned, ReviewView,
+};
+use crate::clock::unix_ms_now;
+use crate::domain::{Effects, EventState, JobState, Review};
+use writer::Writer;
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        match e {
+            rusqlite::Error::SqliteFailure(f, _)
+                if matches!(
+                    f.code,
+                    rusqlite::ErrorCode::DatabaseBusy
+                        | rusqlite::ErrorCode::DatabaseLocked
+                        | rusqlite::ErrorCode::DiskFull
+                        | rusqlite::ErrorCode::SystemIoFailure
+                        | rusqlite::ErrorCode::CannotOpen
+                ) =>
+            {
+                StoreError::Unavailable(e.to_string())
+            }
+            other => StoreError::Database(other.to_string()),
+        }
+    }
+}
+
+pub struct SqliteStore {
+    path: PathBuf,
+    writes: Writes,
+    readers: Mutex<Vec<Connection>>,
+    threads: Mutex<Threads>,
+    /// Held (locked) for as long as this process serves the database.
+    _owner: Option<std::fs::File>,
+}
+
+/// How writes reach the file.
+enum Writes {
+    /// The server's writer thread: group commit.
+    Thread(Writer),
+    /// A client's own connection: one transaction per write.
+    Direct(Arc<Mutex<Connection>>),
+}
+
+#[derive(Default)]
+struct Threads {
+    writer: Option<JoinHandle<()>>,
+    checkpointer: Option<(std::sync::mpsc::Sender<()>, JoinHandle<()>)>,
+}
+
+const READ_POOL: usize = 8;
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+
+impl SqliteStore {
+    /// Opens (creating if needed) and migrates the database at `path` as
+    /// its owner, then starts the writer and checkpointer threads.
+    pub fn open_server(path: &Path) -> Result<SqliteStore, StoreError> {
+        let owner = take_ownership(path)?;
+        let mut conn = open_connection(path)?;
+        migrations::migrate(&mut conn)?;
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let (writer, writer_thread) = Writer::spawn(conn)?;
+        let checkpointer = spawn_checkpointer(open_connection(path)?)?;
+        Ok(SqliteStore {
+            path: path.to_path_buf(),
+            writes: Writes::Thread(writer),
+            readers: Mutex::new(Vec::new()),
+            threads: Mutex::new(Threads {
+                writer: Some(writer_thread),
+                checkpointer: Some(checkpointer),
+            }),
+            _owner: Some(owner),
+        })
+    }
+
+    /// Opens an existing, migrated database next to a running server (the
+    /// CLI): no lock, no threads.
+    pub fn open_client(path: &Path) -> Result<SqliteStore, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Io {
+                context: format!("no database at {}", path.display()),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            });
+        }
+        let conn = open_connection(path)?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version != migrations::LATEST {
+            return Err(StoreError::Behind {
+                found: version,
+                known: migrations::LATEST,
+            });
+        }
+        Ok(SqliteStore {
+            path: path.to_path_buf(),
+            writes: Writes::Direct(Arc::new(Mutex::new(conn))),
+            readers: Mutex::new(Vec::new()),
+            threads: Mutex::new(Threads::default()),
+            _owner: None,
+        })
+    }
+
+    /// Applies the migrations to the database at `path` and returns the
+    /// schema version, without starting anything.
+    pub fn migrate(path: &Path) -> Result<i64, StoreError> {
+        let mut conn = open_connection(path)?;
+        migrations::migrate(&mut conn)
+    }
+
+    pub fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// Whether the last commit failed (the writer's own record).
+    pub fn commits_failing(&self) -> bool {
+        match &self.writes {
+            Writes::Thread(w) => w.health().failing(),
+            Writes::Direct(_) => false,
+        }
+    }
+
+    pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
+        self.write(move |conn| deliveries::ingest(conn, &delivery))
+            .await
+    }
+
+    pub async fn enqueue(&self, account: String, job: NewJob, now: i64) -> Result<i64, StoreError> {
+        self.write(move |c| deliveries::enqueue(c, &account, &job, None, now))
+            .await
+    }
+
+    pub async fn check_writable(&self) -> Result<(), StoreError> {
+        self.write(|conn| {
+            conn.execute(
+                "INSERT INTO health (id, checked_at) VALUES (1, ?1)
+                 ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
+                [unix_ms_now()],
+            )
+            .map(|_| ())
+        })
+        .await
+    }
+
+    pub async fn release_all_leases(&self) -> Result<usize, StoreError> {
+        self.write(jobs::release_all).await
+    }
+
+    pub async fn lease_jobs(
+        &self,
+        now: i64,
+        lease_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<LeasedJob>, StoreError> {
+        self.write(move |c| jobs::lease(c, now, lease_ms, limit))
+            .await
+    }
+
+    pub async fn renew_lease(&self, job: LeasedJob, until: i64) -> Result<bool, StoreError> {
+        self.write(move |c| jobs::renew(c, &job, until)).await
+    }
+
+    pub async fn finish_job(
+        &self,
+        job: LeasedJob,
+        outcome: JobOutcome,
+        fetches: Vec<FetchRow>,
+        now: i64,
+        deliver_events: bool,
+    ) -> Result<Finish, StoreError> {
+        self.write(move |c| jobs::finish(c, &job, &outcome, &fetches, now, deliver_events))
+            .await
+    }
+
+    pub async fn record_effects(
+        &self,
+        job: LeasedJob,
+        effects: Effects,
+        now: i64,
+        deliver_events: bool,
+    ) -> Result<Finish, StoreError> {
+        self.write(move |c| {
+            if !jobs::holds_lease(c, &job)? {
+                return Ok(Finish::LeaseLost);
+            }
+            decisions::apply(c, &job, &effects, now, deliver_events).map(Finish::Recorded)
+        })
+        .await
+    }
+
+    pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
+        self.write(move |c| jobs::release(c, &job, now)).await
+    }
+
+    pub async fn next_job_due(&self) -> Result<Option<i64>, StoreError> {
+        self.read(jobs::next_due).await
+    }
+
+    pub async fn order_flags(
+        &self,
+        account: String,
+        order: String,
+    ) -> Result<(bool, bool), StoreError> {
+        self.read(move |c| decisions::order_flags(c, &account, &order))
+            .await
+    }
+
+    pub async fn review_state(
+        &self,
+        account: String,
+        job_key: String,
+    ) -> Result<Option<Review>, StoreError> {
+        self.read(move |c| reviews::state_of(c, &account, &job_key))
+            .await
+    }
+
+    pub async fn reviews(
+        &self,
+        state: Option<Review>,
+        limit: i64,
+    ) -> Result<Vec<ReviewView>, StoreError> {
+        self.read(move |c| reviews::list(c, state, limit)).await
+    }
+
+    pub async fn confirm_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
+        self.write(move |c| reviews::confirm(c, id, now)).await
+    }
+
+    pub async fn dismiss_review(
+        &self,
+        id: i64,
+        now: i64,
+        deliver_events: bool,
+    ) -> Result<(Answer, Vec<String>), StoreError> {
+        self.write(move |c| reviews::dismiss(c, id, now, deliver_events))
+            .await
+    }
+
+    pub async fn lease_events(
+        &self,
+        now: i64,
+        lease_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<LeasedEvent>, StoreError> {
+        self.write(move |c| events::lease(c, now, lease_ms, limit))
+            .await
+    }
+
+    pub async fn next_event_due(&self) -> Result<Option<i64>, StoreError> {
+        self.read(events::next_due).await
+    }
+
+    pub async fn event_delivered(&self, event: LeasedEvent, now: i64) -> Result<bool, StoreError> {
+        self.write(move |c| events::delivered(c, &event, now)).await
+    }
+
+    pub async fn event_failed(
+        &self,
+        event: LeasedEvent,
+        error: String,
+        next: Option<i64>,
+    ) -> Result<bool, StoreError> {
+        self.write(move |c| events::failed(c, &event, &error, next))
+            .await
+    }
+
+    pub async fn list_deliveries(
+        &self,
+        filter: DeliveryFilter,
+    ) -> Result<Vec<DeliverySummary>, StoreError> {
+        self.read(move |c| admin::list_deliveries(c, &filter)).await
+    }
+
+    pub async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryDetail>, StoreError> {
+        self.read(move |c| admin::get_delivery(c, id)).await
+    }
+
+    pub async fn list_jobs(
+        &self,
+        state: Option<JobState>,
+        limit: usize,
+    ) -> Result<Vec<JobSummary>, StoreError> {
+        self.read(move |c| admin::list_jobs(c, state, limit)).await
+    }
+
+    pub async fn get_job(&self, id: i64) -> Result<Option<JobDetail>, StoreError> {
+        self.read(move |c| admin::get_job(c, id)).await
+    }
+
+    pub async fn job_by_key(
+        &self,
+        account: String,
+        key: String,
+    ) -> Result<Option<JobSummary>, StoreError> {
+        self.read(move |c| admin::job_by_key(c, &account, &key))
+            .await
+    }
+
+    pub async fn retry_job(&self, id: i64, now: i64) -> Result<bool, StoreError> {
+        self.write(move |c| admin::retry_job(c, id, now)).await
+    }
+
+    pub async fn retry_dead_jobs(&self, now: i64) -> Result<usize, StoreError> {
+        self.write(move |c| admin::retry_dead_jobs(c, now)).await
+    }
+
+    pub async fn get_order(
+        &self,
+        account: String,
+        order: String,
+    ) -> Result<Option<OrderView>, StoreError> {
+        self.read(move |c| admin::get_order(c, &account, &order))
+            .await
+    }
+
+    pub async fn list_events(
+        &self,
+        event_type: Option<String>,
+        state: Option<EventState>,
+        limit: usize,
+    ) -> Result<Vec<EventSummary>, StoreError> {
+        self.read(move |c| admin::list_events(c, event_type.as_deref(), state, limit))
+            .await
+    }
+
+    pub async fn get_event(&self, id: String) -> Result<Option<EventDetail>, StoreError> {
+        self.read(move |c| admin::get_event(c, &id)).await
+    }
+
+    pub async fn redeliver_event(&self, id: String, now: i64) -> Result<bool, StoreError> {
+        self.write(move |c| admin::redeliver_event(c, &id, now))
+            .await
+    }
+
+    pub async fn health(&self) -> Result<Health, StoreError> {
+        self.read(admin::health).await
+    }
+
+    pub async fn metrics_snapshot(&self, now: i64) -> Result<MetricsSnapshot, StoreError> {
+        self.read(move |c| admin::metrics_snapshot(c, now)).await
+    }
+
+    pub async fn prune_batch(&self, cutoff: i64, batch: usize) -> Result<Pruned, StoreError> {
+        self.write(move |c| maintenance::prune_batch(c, cutoff, batch))
+            .await
+    }
+
+    /// A consistent copy at `dest` (one read transaction, so one moment).
+    pub async fn backup(&self, dest: PathBuf) -> Result<(), StoreError> {
+        self.read_raw(move |c| maintenance::backup(c, &dest)).await
+    }
+
+    /// Makes every commit fail (test builds only).
+    #[cfg(feature = "fault-injection")]
+    pub fn fail_commits(&self, fail: bool) {
+        if let Writes::Thread(w) = &self.writes {
+            w.faults()
+                .fail_commits
+                .store(fail, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Caps the database at `pages` pages (test builds only); returns the
+    /// pages it has.
+    #[cfg(feature = "fault-injection")]
+    pub async fn limit_pages(&self, pages: Option<i64>) -> Result<i64, StoreError> {
+        self.write(move |c| {
+            let now: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            let cap = pages.unwrap_or(i64::from(u32::MAX - 1));
+            c.query_row(&format!("PRAGMA max_page_count = {cap}"), [], |_| Ok(()))?;
+            Ok(now)
+        })
+        .await
+    }
+
+    /// Runs `f` in a durable transaction: the writer's next group commit,
+    /// or (a client) a transaction of its own.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    {
+        match &self.writes {
+            Writes::Thread(w) => w.write(f).await,
+            Writes::Direct(conn) => {
+                let conn = conn.clone();
+                tokio::task::spawn_blocking(move || {
+                    let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+                    let tx =
+                        conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                    let out = f(&tx)?;
+                    tx.commit()?;
+                    Ok(out)
+                })
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("write task failed: {e}")))?
+            }
+        }
+    }
+
+    /// Runs `f` on a read connection off the async runtime.
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    {
+        self.read_raw(move |c| f(c).map_err(StoreError::from)).await
+    }
+
+    async fn read_raw<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let path = self.path.clone();
+        let pool = self.pool_take();
+        let span = tracing::Span::current();
+        let (out, conn) = tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            let conn = match pool {
+                Some(c) => c,
+                None => open_connection(&path)?,
+            };
+            let out = f(&conn);
+            Ok::<_, StoreError>((out, conn))
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("read task failed: {e}")))??;
+        self.pool_put(conn);
+        out
+    }
+
+    fn pool_take(&self) -> Option<Connection> {
+        self.readers.lock().ok().and_then(|mut p| p.pop())
+    }
+
+    fn pool_put(&self, conn: Connection) {
+        if let Ok(mut pool) = self.readers.lock()
+            && pool.len() < READ_POOL
+        {
+            pool.push(conn);
+        }
+    }
+
+    /// Answers what is queued, stops the threads and checkpoints the WAL.
+    /// Later writes fail with `Unavailable`.
+    pub async fn close(&self) {
+        if let Writes::Thread(w) = &self.writes {
+            w.close().await;
+        }
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(w) = threads.writer {
+                let _ = w.join();
+            }
+            if let Some((stop, handle)) = threads.checkpointer {
+                drop(stop);
+                let _ = handle.join();
+            }
+        })
+        .await;
+    }
+}
+
+/// Locks `{path}.lock` for this process, so that a second server on the
+/// same file refuses to start instead of releasing the first one's leases.
+/// The lock goes with the process, however it ends.
+fn take_ownership(path: &Path) -> Result<std::fs::File, StoreError> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|source| StoreError::Io {
+            context: format!("cannot open {}", lock_path.display()),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
+            path: path.display().to_string(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Io {
+            context: format!("cannot lock {}", lock_path.display()),
+            source,
+        }),
+    }
+}
+
+/// Opens a connection with the settings every connection needs.
+fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    let open_err = |e: rusqlite::Error| StoreError::Open {
+        target: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(open_err)?;
+    conn.pragma_update(None, "journal_mode", "wal")
+        .map_err(open_err)?;
+    conn.pragma_update(None, "synchronous", "full")
+        .map_err(open_err)?;
+    conn.pragma_update(None, "foreign_keys", "on")
+        .map_err(open_err)?;
+    conn.busy_timeout(Duration::from_secs(5))
+        .map_err(open_err)?;
+    Ok(conn)
+}
+
+fn spawn_checkpointer(
+    conn: Connection,
+) -> Result<(std::sync::mpsc::Sender<()>, JoinHandle<()>), StoreError> {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let handle = std::thread::Builder::new()
+        .name("pointhook-checkpoint".into())
+        .spawn(move || {
+            // Ends when the sender is dropped.
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(CHECKPOINT_EVERY)
+            {
+                // PASSIVE never blocks the writer; a busy database simply
+                // gets checkpointed on a later round.
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!(error = %e, "WAL checkpoint failed");
+                }
+            }
+        })
+        .map_err(|e| StoreError::Io {
+            context: "cannot start the checkpoint thread".into(),
+            source: e,
+        })?;
+    Ok((stop, handle))
+}

@@ -1,0 +1,195 @@
+//! What an operator reads (admin API, status page, CLI): deliveries, jobs,
+//! merchant orders, events, fraud reviews, health and counts, as plain
+//! serialisable values. Backend-neutral.
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub const DEFAULT_LIMIT: usize = 50;
+pub const MAX_LIMIT: usize = 500;
+
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryFilter {
+    pub account: Option<String>,
+    pub kind: Option<String>,
+    pub topic: Option<String>,
+    /// Unix milliseconds.
+    pub since: Option<i64>,
+    /// Only deliveries older than this id (the next page).
+    pub before: Option<i64>,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliverySummary {
+    pub id: i64,
+    pub received_at: String,
+    pub account: String,
+    pub kind: &'static str,
+    pub topic: String,
+    pub resource_id: String,
+    pub duplicate_of: Option<i64>,
+    pub signature: &'static str,
+    /// `None`: a topic not acted on.
+    pub job_key: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    pub summary: DeliverySummary,
+    pub notification_id: Option<String>,
+    pub source_news: Option<String>,
+    pub remote_addr: String,
+    pub query: String,
+    pub headers: Value,
+    /// The body exactly as received, when it is UTF-8 (else `body_base64`).
+    pub body: Option<String>,
+    pub body_base64: Option<String>,
+    /// Set when the body kept was cut short (a topic nothing acts on): the
+    /// size received.
+    pub body_size: Option<i64>,
+    pub job: Option<JobSummary>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct JobSummary {
+    pub id: i64,
+    pub account: String,
+    pub key: String,
+    pub kind: &'static str,
+    pub state: &'static str,
+    pub attempts: i64,
+    pub next_run: Option<String>,
+    pub last_error: Option<String>,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct JobDetail {
+    #[serde(flatten)]
+    pub summary: JobSummary,
+    pub created_at: String,
+    pub lease_until: Option<String>,
+    pub rerun_requested: bool,
+    pub input_delivery_id: Option<i64>,
+    pub deliveries: Vec<i64>,
+    pub fetches: Vec<FetchView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FetchView {
+    pub job_id: i64,
+    pub endpoint: String,
+    pub resource_id: String,
+    /// HTTP status; 0 when no answer came.
+    pub status: i64,
+    pub elapsed_ms: i64,
+    pub at: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventSummary {
+    pub id: String,
+    pub account: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub subject: String,
+    pub state: &'static str,
+    pub attempts: i64,
+    pub created_at: String,
+    pub delivered_at: Option<String>,
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventDetail {
+    #[serde(flatten)]
+    pub summary: EventSummary,
+    pub job_id: Option<i64>,
+    pub next_attempt_at: Option<String>,
+    /// The exact JSON that is POSTed.
+    pub body: Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderView {
+    pub account: String,
+    pub merchant_order_id: String,
+    pub total_amount: Option<String>,
+    pub paid_amount: Option<String>,
+    /// The latest of released, awaiting shipment, blocked, fraud after release.
+    pub decision: Option<String>,
+    pub released_at: Option<String>,
+    pub blocked: bool,
+    pub blocked_at: Option<String>,
+    pub at_risk_at: Option<String>,
+    pub deliveries: Vec<DeliverySummary>,
+    pub fetches: Vec<FetchView>,
+    pub events: Vec<EventSummary>,
+}
+
+/// What `/metrics` reads from the database at scrape time.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsSnapshot {
+    pub jobs: Vec<(&'static str, i64)>,
+    pub outbox_backlog: i64,
+    /// Age of the oldest pending event, in ms (0 when none).
+    pub outbox_oldest_ms: i64,
+}
+
+/// The health the status page shows: the last API call, and how the
+/// merchant's endpoint has been answering.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Health {
+    pub last_api_call: Option<FetchView>,
+    pub last_delivered_at: Option<String>,
+    /// An event that is waiting after failed attempts, and why.
+    pub merchant_failing: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReviewView {
+    pub id: i64,
+    pub account: String,
+    pub state: &'static str,
+    pub merchant_order_id: Option<String>,
+    pub payment_id: Option<String>,
+    pub reason: String,
+    pub job_key: String,
+    pub created_at: String,
+    pub decided_at: Option<String>,
+}
+
+/// What a person's answer to a fraud review changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Done(Box<ReviewView>),
+    NotFound,
+    /// Confirmed or dismissed already.
+    AlreadyDecided(&'static str),
+}
+
+/// Rows deleted per transaction, so a prune never holds the writer long.
+pub const PRUNE_BATCH: usize = 2000;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Pruned {
+    pub deliveries: usize,
+    pub jobs: usize,
+    pub events: usize,
+    pub fetches: usize,
+}
+
+impl Pruned {
+    pub fn total(&self) -> usize {
+        self.deliveries + self.jobs + self.events + self.fetches
+    }
+
+    pub fn add(&mut self, other: Pruned) {
+        self.deliveries += other.deliveries;
+        self.jobs += other.jobs;
+        self.events += other.events;
+        self.fetches += other.fetches;
+    }
+}
