@@ -98,7 +98,7 @@ impl App {
                     .with_context(|| format!("cannot listen on {} (admin.listen)", a.listen))?,
             ),
         };
-        let store = Store::open(&config.storage.location())
+        let store = Store::open(&config.location()?)
             .await
             .context("cannot open storage")?;
         let accounts = config.resolve_accounts()?;

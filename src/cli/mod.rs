@@ -190,13 +190,14 @@ where
     Fut: std::future::Future<Output = anyhow::Result<()>>,
 {
     let config = load(path)?;
+    let location = config.location().map_err(Failure::Config)?;
     let delivers = config.fulfillment.as_ref().is_some_and(|f| f.url.is_some());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let store = Store::open_client(&config.storage.location())
+        let store = Store::open_client(&location)
             .await
             .context("cannot open the database")?;
         f(store, delivers).await
@@ -215,7 +216,7 @@ fn check_config(path: &Path) -> Result<(), Failure> {
 
 fn migrate(path: &Path) -> Result<(), Failure> {
     let config = load(path)?;
-    let location = config.storage.location();
+    let location = config.location().map_err(Failure::Config)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

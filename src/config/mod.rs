@@ -84,17 +84,18 @@ impl Default for ServerConfig {
     }
 }
 
-impl StorageConfig {
-    /// Where the data lives.
-    pub fn location(&self) -> crate::store::Location {
-        crate::store::Location::Sqlite(self.path.clone())
-    }
-}
-
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StorageConfig {
-    pub path: PathBuf,
+    /// A SQLite file (the embedded default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// Or a PostgreSQL URL (`postgres://user:password@host/db`), for
+    /// several instances on one database; or `url_file` holding it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<Secret>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_file: Option<PathBuf>,
     /// Finished deliveries, jobs and events older than this are pruned
     /// (hourly). At least 4: the platform retries for 96 hours.
     #[serde(default = "defaults::retention_days")]
@@ -331,9 +332,7 @@ impl Config {
                 "must be at least 1",
             ));
         }
-        if self.storage.path.as_os_str().is_empty() {
-            return Err(ConfigError::new("storage.path", "must not be empty"));
-        }
+        self.location()?;
         if self.storage.retention_days < 4 {
             return Err(ConfigError::new(
                 "storage.retention_days",
@@ -467,6 +466,40 @@ impl Config {
                 })
             })
             .collect()
+    }
+
+    /// Where the data lives: `[storage] path` (SQLite), or `url` /
+    /// `url_file` (PostgreSQL); exactly one of them.
+    pub fn location(&self) -> Result<crate::store::Location, ConfigError> {
+        use crate::store::Location;
+        let s = &self.storage;
+        let url = pick_secret("storage.url", s.url.as_ref(), s.url_file.as_deref())?;
+        match (&s.path, url) {
+            (Some(_), Some(_)) => Err(ConfigError::new(
+                "storage",
+                "set either path (SQLite) or url (PostgreSQL), not both",
+            )),
+            (None, None) => Err(ConfigError::new(
+                "storage.path",
+                "required: a SQLite file (or storage.url for PostgreSQL)",
+            )),
+            (Some(path), None) if path.as_os_str().is_empty() => {
+                Err(ConfigError::new("storage.path", "must not be empty"))
+            }
+            (Some(path), None) => Ok(Location::Sqlite(path.clone())),
+            (None, Some(url)) => {
+                let text = url.expose();
+                match Url::parse(text) {
+                    Ok(u) if matches!(u.scheme(), "postgres" | "postgresql") => {
+                        Ok(Location::Postgres(text.to_string()))
+                    }
+                    _ => Err(ConfigError::new(
+                        "storage.url",
+                        "must be a postgres:// (or postgresql://) URL",
+                    )),
+                }
+            }
+        }
     }
 
     pub fn admin_token(&self) -> Result<Option<Secret>, ConfigError> {

@@ -175,13 +175,7 @@ impl Ingest {
             },
             remote_addr: peer.to_string(),
             signature,
-            job: classified.work.as_ref().map(|w| NewJob {
-                key: w.job_key(),
-                kind: w.job_kind(),
-                resource_id: w.resource_id(),
-                work: w.to_json(),
-                rank: w.rank(),
-            }),
+            job: classified.work.as_ref().map(NewJob::for_work),
         };
 
         let ingested = self.store.ingest(delivery).await.map_err(|e| {

@@ -7,6 +7,7 @@
 //! comes out, with no database type in them.
 
 pub mod model;
+mod postgres;
 mod sqlite;
 pub mod views;
 
@@ -60,17 +61,49 @@ pub enum StoreError {
     Unsupported(&'static str),
 }
 
+/// How the last commits went: the readiness check reads it. A commit that
+/// fails (a full disk, a database gone) makes `/readyz` say "not ready"
+/// at once, until one succeeds.
+#[derive(Debug, Default)]
+pub(crate) struct CommitHealth {
+    last_ok: std::sync::atomic::AtomicI64,
+    last_failure: std::sync::atomic::AtomicI64,
+}
+
+impl CommitHealth {
+    /// Whether the last commit (if any) failed.
+    pub fn failing(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.last_failure.load(Relaxed) > self.last_ok.load(Relaxed)
+    }
+
+    pub fn record(&self, ok: bool) {
+        let now = unix_ms_now();
+        let slot = if ok {
+            &self.last_ok
+        } else {
+            &self.last_failure
+        };
+        slot.fetch_max(now, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Where the data lives, from `[storage]`.
 #[derive(Debug, Clone)]
 pub enum Location {
     Sqlite(PathBuf),
+    /// A `postgres://` URL.
+    Postgres(String),
 }
 
 impl Location {
-    /// For a person: the path (or the URL without its password).
+    /// For a person: the path, or the URL without its password.
     pub fn describe(&self) -> String {
         match self {
             Location::Sqlite(path) => path.display().to_string(),
+            Location::Postgres(url) => url::Url::parse(url)
+                .map(|u| crate::config::redacted::text(&u))
+                .unwrap_or_else(|_| "a PostgreSQL URL".into()),
         }
     }
 }
@@ -84,15 +117,16 @@ pub struct Store {
 struct Inner {
     backend: Backend,
     /// Signalled when a job may have become runnable.
-    jobs_ready: Notify,
+    jobs_ready: Arc<Notify>,
     /// Signalled when an event may be due.
-    events_ready: Notify,
+    events_ready: Arc<Notify>,
     /// The last readiness check: when, and whether storage took a write.
     readiness: Mutex<Option<(std::time::Instant, bool)>>,
 }
 
 enum Backend {
     Sqlite(sqlite::SqliteStore),
+    Postgres(postgres::PgStore),
 }
 
 /// Runs the same call on whichever backend this is.
@@ -100,6 +134,7 @@ macro_rules! on {
     ($self:ident, $b:ident => $call:expr) => {
         match &$self.inner.backend {
             Backend::Sqlite($b) => $call,
+            Backend::Postgres($b) => $call,
         }
     };
 }
@@ -110,12 +145,12 @@ const READY_CACHE: Duration = Duration::from_secs(1);
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Store {
-    fn wrap(backend: Backend) -> Store {
+    fn wrap(backend: Backend, jobs_ready: Arc<Notify>, events_ready: Arc<Notify>) -> Store {
         Store {
             inner: Arc::new(Inner {
                 backend,
-                jobs_ready: Notify::new(),
-                events_ready: Notify::new(),
+                jobs_ready,
+                events_ready,
                 readiness: Mutex::new(None),
             }),
         }
@@ -124,25 +159,34 @@ impl Store {
     /// Opens the database to serve it: migrated, owned by this process
     /// where the backend has an owner.
     pub async fn open(location: &Location) -> Result<Store, StoreError> {
-        match location {
+        let (jobs, events) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let backend = match location {
             Location::Sqlite(path) => {
                 let path = path.clone();
-                let s = blocking(move || sqlite::SqliteStore::open_server(&path)).await?;
-                Ok(Store::wrap(Backend::Sqlite(s)))
+                Backend::Sqlite(blocking(move || sqlite::SqliteStore::open_server(&path)).await?)
             }
-        }
+            Location::Postgres(url) => {
+                let wakers = postgres::Wakers {
+                    jobs: jobs.clone(),
+                    events: events.clone(),
+                };
+                Backend::Postgres(postgres::PgStore::open_server(url, wakers).await?)
+            }
+        };
+        Ok(Store::wrap(backend, jobs, events))
     }
 
     /// Opens an existing, migrated database next to whatever serves it (the
     /// CLI, tools).
     pub async fn open_client(location: &Location) -> Result<Store, StoreError> {
-        match location {
+        let backend = match location {
             Location::Sqlite(path) => {
                 let path = path.clone();
-                let s = blocking(move || sqlite::SqliteStore::open_client(&path)).await?;
-                Ok(Store::wrap(Backend::Sqlite(s)))
+                Backend::Sqlite(blocking(move || sqlite::SqliteStore::open_client(&path)).await?)
             }
-        }
+            Location::Postgres(url) => Backend::Postgres(postgres::PgStore::open_client(url).await?),
+        };
+        Ok(Store::wrap(backend, Arc::default(), Arc::default()))
     }
 
     /// Applies the migrations and returns the schema version.
@@ -152,6 +196,7 @@ impl Store {
                 let path = path.clone();
                 blocking(move || sqlite::SqliteStore::migrate(&path)).await
             }
+            Location::Postgres(url) => postgres::PgStore::migrate(url).await,
         }
     }
 

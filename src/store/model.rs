@@ -4,7 +4,8 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::domain::{Effects, JobKind, Kind, SignatureStatus, Work};
+use crate::domain::{Decision, Effects, EventType, JobKind, Kind, SignatureStatus, Slot, Work};
+use crate::store::views::ReviewView;
 
 /// A request accepted at the notification endpoint, ready to store.
 #[derive(Debug, Clone)]
@@ -39,6 +40,19 @@ pub struct NewJob {
     pub work: String,
     /// `Work::rank`: coalescing keeps the work of the higher rank.
     pub rank: i64,
+}
+
+impl NewJob {
+    /// The job that runs `work`.
+    pub fn for_work(work: &Work) -> NewJob {
+        NewJob {
+            key: work.job_key(),
+            kind: work.job_kind(),
+            resource_id: work.resource_id(),
+            work: work.to_json(),
+            rank: work.rank(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,4 +159,22 @@ pub fn event_id(account: &str, subject: &str, key: &str) -> String {
         h.update(part.as_bytes());
     }
     format!("evt_{}", hex::encode(&h.finalize()[..16]))
+}
+
+/// `fraud_alert.dismissed` for a review a person dismissed.
+pub fn dismissal(review: &ReviewView, alert: &str) -> Decision {
+    Decision {
+        subject: alert.to_string(),
+        key: "dismissed".into(),
+        event: EventType::FraudAlertDismissed,
+        data: serde_json::json!({
+            "review_id": review.id.to_string(),
+            "merchant_order_id": review.merchant_order_id,
+            "payment_id": review.payment_id,
+            "reason": review.reason,
+        }),
+        guards: vec![],
+        marks: vec![],
+        slot: Slot::Once,
+    }
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Once};
 use std::time::{Duration, SystemTime};
 
+pub use crate::backends::{Backend, SqlValue, TestDb};
 use pointhook::clock::{Clock, FixedClock, SystemClock};
 use pointhook::config::Config;
 pub use pointhook::domain::{EventState, JobState};
@@ -33,6 +34,8 @@ pub struct TestConfig {
     pub listener: Option<tokio::net::TcpListener>,
     /// More keys of the `[worker]` section.
     pub worker: String,
+    /// Where the app keeps its data.
+    pub backend: Backend,
 }
 
 impl Default for TestConfig {
@@ -47,6 +50,7 @@ impl Default for TestConfig {
             admin_token: None,
             listener: None,
             worker: String::new(),
+            backend: Backend::Sqlite,
         }
     }
 }
@@ -83,6 +87,11 @@ impl TestConfig {
         self
     }
 
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
     pub fn toml(&self, db: &Path) -> String {
         let admin = self
             .admin_token
@@ -91,10 +100,13 @@ impl TestConfig {
             .unwrap_or_default();
         admin
             + &format!(
-                "{extra}\n[storage]\npath = {db:?}\n[api]\nbase_url = {api:?}\ntimeout_secs = {timeout}\n\
+                "{extra}\n[storage]\n{storage}\n[api]\nbase_url = {api:?}\ntimeout_secs = {timeout}\n\
              requests_per_second = 1000\n[worker]\nenabled = {worker}\nmax_attempts = 6\n{worker_extra}\n{accounts}",
                 extra = self.extra,
-                db = db.display().to_string(),
+                storage = match &self.backend {
+                    Backend::Sqlite => format!("path = {:?}", db.display().to_string()),
+                    Backend::Postgres(pg) => format!("url = {:?}", pg.url),
+                },
                 api = self.api_base,
                 worker = self.worker_loop,
                 worker_extra = self.worker,
@@ -106,6 +118,10 @@ impl TestConfig {
 
 pub struct TestApp {
     pub addr: SocketAddr,
+    /// The app's database, for the test's own reads (either backend).
+    pub sql: TestDb,
+    /// Keeps a PostgreSQL test database alive as long as the app.
+    pub backend: Backend,
     pub admin_addr: Option<SocketAddr>,
     /// A config file for the CLI, naming the same database.
     pub config_path: PathBuf,
@@ -143,6 +159,11 @@ pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
     let config_path = dir.path().join("pointhook.toml");
     std::fs::write(&config_path, &toml).unwrap();
     let config = Config::from_toml(&toml, Vec::new()).expect("test config");
+    let backend = tc.backend.clone();
+    let sql = match &backend {
+        Backend::Sqlite => TestDb::Sqlite(db_path.clone()),
+        Backend::Postgres(pg) => TestDb::Postgres(pg.url.clone()),
+    };
     let listener = match tc.listener {
         Some(l) => l,
         None => tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
@@ -170,6 +191,8 @@ pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
     let task = tokio::spawn(app.run(shutdown.clone()));
     TestApp {
         addr,
+        sql,
+        backend,
         admin_addr,
         config_path,
         db_path,
@@ -344,15 +367,16 @@ impl TestApp {
 
     /// `(type, data)` of every event, oldest first.
     pub fn events(&self) -> Vec<(String, Value)> {
-        self.db()
-            .prepare("SELECT type, body FROM events ORDER BY rowid")
-            .unwrap()
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-            .unwrap()
+        let order = match self.sql {
+            TestDb::Sqlite(_) => "rowid",
+            TestDb::Postgres(_) => "seq",
+        };
+        self.sql
+            .rows(&format!("SELECT type, body FROM events ORDER BY {order}"), &[])
+            .into_iter()
             .map(|r| {
-                let (t, body) = r.unwrap();
-                let body: Value = serde_json::from_str(&body).unwrap();
-                (t, body["data"].clone())
+                let body: Value = serde_json::from_str(&r[1].text()).unwrap();
+                (r[0].text(), body["data"].clone())
             })
             .collect()
     }
@@ -363,17 +387,19 @@ impl TestApp {
 
     /// `(state, attempts, last_error)` of the job with `key`.
     pub fn job(&self, key: &str) -> (JobState, i64, Option<String>) {
-        self.db()
-            .query_row(
-                "SELECT state, attempts, last_error FROM jobs WHERE job_key = ?1",
-                [key],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        let r = self
+            .sql
+            .rows(
+                "SELECT state, attempts, last_error FROM jobs WHERE job_key = $1",
+                &[SqlValue::Text(key.into())],
             )
-            .unwrap()
+            .pop()
+            .unwrap_or_else(|| panic!("no job {key}"));
+        (r[0].job_state(), r[1].int(), r[2].opt_text())
     }
 
     pub fn count(&self, sql: &str) -> i64 {
-        self.db().query_row(sql, [], |r| r.get(0)).unwrap()
+        self.sql.value(sql, &[]).int()
     }
 
     /// Cancels the shutdown token and waits for the app to finish; the

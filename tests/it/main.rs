@@ -1,6 +1,8 @@
 //! One integration-test binary: every capability, through real HTTP to a
 //! real pointhook on 127.0.0.1:0 and real SQLite files.
 
+#[macro_use]
+mod backends;
 mod campaign;
 mod helpers;
 mod platform;

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::decisions;
 use super::deliveries;
 use crate::clock::rfc3339;
-use crate::domain::{Decision, EventType, JobState, MerchantOrderId, Review, Slot, Work};
+use crate::domain::{JobState, MerchantOrderId, Review, Work};
 use crate::store::model::NewJob;
 use crate::store::views::{Answer, ReviewView};
 
@@ -133,34 +133,14 @@ pub(super) fn dismiss(
         .as_deref()
         .and_then(|o| MerchantOrderId::parse(o).ok());
     let mut emitted = Vec::new();
-    let decision = Decision {
-        subject: alert.clone(),
-        key: "dismissed".into(),
-        event: EventType::FraudAlertDismissed,
-        data: serde_json::json!({
-            "review_id": review.id.to_string(),
-            "merchant_order_id": review.merchant_order_id,
-            "payment_id": review.payment_id,
-            "reason": review.reason,
-        }),
-        guards: vec![],
-        marks: vec![],
-        slot: Slot::Once,
-    };
+    let decision = crate::store::model::dismissal(&review, &alert);
     if let Some(e) = decisions::decide(conn, &review.account, None, &decision, now, deliver)? {
         emitted.push(e);
     }
     if let Some(order) = order {
         decisions::lift_block(conn, &review.account, order.as_str(), &alert, now)?;
         let work = Work::MerchantOrder { id: order };
-        let job = NewJob {
-            key: work.job_key(),
-            kind: work.job_kind(),
-            resource_id: work.resource_id(),
-            work: work.to_json(),
-            rank: work.rank(),
-        };
-        deliveries::enqueue(conn, &review.account, &job, None, now)?;
+        deliveries::enqueue(conn, &review.account, &NewJob::for_work(&work), None, now)?;
     }
     Ok((Answer::Done(Box::new(review)), emitted))
 }

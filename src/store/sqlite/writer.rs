@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::store::StoreError;
+use crate::store::{CommitHealth, StoreError};
 
 /// Operations queued beyond this wait (backpressure on the callers).
 const QUEUE: usize = 4096;
@@ -64,31 +64,6 @@ where
         };
         // The caller may have gone (request cancelled): nothing to tell.
         let _ = self.reply.send(result);
-    }
-}
-
-/// How the last commits went: the readiness check reads it.
-#[derive(Debug, Default)]
-pub struct CommitHealth {
-    /// Unix ms of the last commit that succeeded, and of the last that failed.
-    pub last_ok: std::sync::atomic::AtomicI64,
-    pub last_failure: std::sync::atomic::AtomicI64,
-}
-
-impl CommitHealth {
-    /// Whether the last commit (if any) failed.
-    pub fn failing(&self) -> bool {
-        self.last_failure.load(Ordering::Relaxed) > self.last_ok.load(Ordering::Relaxed)
-    }
-
-    fn record(&self, ok: bool) {
-        let now = crate::clock::unix_ms_now();
-        let slot = if ok {
-            &self.last_ok
-        } else {
-            &self.last_failure
-        };
-        slot.fetch_max(now, Ordering::Relaxed);
     }
 }
 

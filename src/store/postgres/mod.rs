@@ -1,0 +1,598 @@
+//! The PostgreSQL backend: several pointhook instances on one database.
+//!
+//! - Deliveries are batched like the SQLite writer batches them: concurrent
+//!   requests share a transaction (pipelined, one statement each) and so a
+//!   commit; each is answered only after that commit (with the server's
+//!   default `synchronous_commit`, durable).
+//! - Jobs and events are leased with `FOR UPDATE SKIP LOCKED`, fenced by
+//!   their attempt count (`work.rs`).
+//! - `LISTEN/NOTIFY` wakes the workers and outboxes of every instance
+//!   (`listen.rs`); polling stays behind it.
+//! - Once-per-cluster work (pruning) takes an advisory lock.
+//! - Migrations are applied once, under an advisory lock (`schema.rs`).
+
+mod enums;
+mod listen;
+mod reads;
+mod schema;
+mod work;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use deadpool_postgres::{Client, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio::sync::{Mutex, Notify, mpsc, oneshot};
+use tokio_postgres::NoTls;
+use tokio_util::sync::CancellationToken;
+
+use super::model::{
+    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob,
+};
+use super::views::{
+    Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
+    JobDetail, JobSummary, MetricsSnapshot, OrderView, Pruned, ReviewView,
+};
+use super::{CommitHealth, StoreError};
+use crate::clock::unix_ms_now;
+use crate::domain::{Effects, EventState, JobState, Review};
+use work::IngestParams;
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> StoreError {
+        // A database error has a code; anything else (a connection gone,
+        // a timeout) means nothing was committed.
+        if e.as_db_error().is_some() {
+            StoreError::Database(e.to_string())
+        } else {
+            StoreError::Unavailable(e.to_string())
+        }
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(e: deadpool_postgres::PoolError) -> StoreError {
+        StoreError::Unavailable(format!("no database connection: {e}"))
+    }
+}
+
+/// Deliveries committed together, at most.
+const MAX_BATCH: usize = 256;
+/// Batches committing at once (each on its own connection).
+const BATCHERS: usize = 4;
+/// Connections per instance.
+const POOL_SIZE: usize = 16;
+/// How long one statement may run before the database cancels it.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct PgStore {
+    pool: Pool,
+    description: String,
+    ingest: Option<mpsc::Sender<IngestOp>>,
+    health: Arc<CommitHealth>,
+    stop: CancellationToken,
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
+    fail_commits: Arc<AtomicBool>,
+}
+
+struct IngestOp {
+    delivery: NewDelivery,
+    reply: oneshot::Sender<Result<Ingested, StoreError>>,
+}
+
+/// Who is told when work may be due.
+pub struct Wakers {
+    pub jobs: Arc<Notify>,
+    pub events: Arc<Notify>,
+}
+
+impl PgStore {
+    fn pool(url: &str) -> Result<(Pool, tokio_postgres::Config), StoreError> {
+        let mut config = tokio_postgres::Config::from_str(url).map_err(|e| StoreError::Open {
+            target: redacted(url),
+            message: e.to_string(),
+        })?;
+        if config.get_application_name().is_none() {
+            config.application_name("pointhook");
+        }
+        config
+            .options(format!(
+                "-c statement_timeout={}",
+                STATEMENT_TIMEOUT.as_millis()
+            ))
+            .connect_timeout(Duration::from_secs(5));
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .wait_timeout(Some(Duration::from_secs(5)))
+            .create_timeout(Some(Duration::from_secs(5)))
+            .recycle_timeout(Some(Duration::from_secs(5)))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| StoreError::Open {
+                target: redacted(url),
+                message: e.to_string(),
+            })?;
+        Ok((pool, config))
+    }
+
+    /// Opens the database to serve it: migrated (once, whoever comes
+    /// first), with the batchers and the notification listener running.
+    pub async fn open_server(url: &str, wakers: Wakers) -> Result<PgStore, StoreError> {
+        let (pool, config) = Self::pool(url)?;
+        schema::migrate(&mut pool.get().await?).await?;
+        let stop = CancellationToken::new();
+        let health = Arc::new(CommitHealth::default());
+        let fail_commits = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel(4096);
+        let rx = Arc::new(Mutex::new(rx));
+        for _ in 0..BATCHERS {
+            tokio::spawn(batcher(
+                pool.clone(),
+                rx.clone(),
+                health.clone(),
+                wakers.jobs.clone(),
+                fail_commits.clone(),
+            ));
+        }
+        tokio::spawn(listen::run(config, wakers.jobs, wakers.events, stop.clone()));
+        Ok(PgStore {
+            pool,
+            description: redacted(url),
+            ingest: Some(tx),
+            health,
+            stop,
+            fail_commits,
+        })
+    }
+
+    /// Opens an existing, migrated database (the CLI, tools).
+    pub async fn open_client(url: &str) -> Result<PgStore, StoreError> {
+        let (pool, _) = Self::pool(url)?;
+        let version = schema::version(&pool.get().await?).await?;
+        if version != schema::LATEST {
+            return Err(StoreError::Behind {
+                found: version,
+                known: schema::LATEST,
+            });
+        }
+        Ok(PgStore {
+            pool,
+            description: redacted(url),
+            ingest: None,
+            health: Arc::new(CommitHealth::default()),
+            stop: CancellationToken::new(),
+            fail_commits: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    pub async fn migrate(url: &str) -> Result<i64, StoreError> {
+        let (pool, _) = Self::pool(url)?;
+        schema::migrate(&mut pool.get().await?).await
+    }
+
+    pub fn describe(&self) -> String {
+        self.description.clone()
+    }
+
+    pub fn commits_failing(&self) -> bool {
+        self.health.failing()
+    }
+
+    async fn client(&self) -> Result<Client, StoreError> {
+        Ok(self.pool.get().await?)
+    }
+
+    pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let Some(ingest) = &self.ingest else {
+            // A client writes no deliveries; this is for completeness.
+            return commit_alone(&self.pool, IngestParams::new(delivery)).await;
+        };
+        ingest
+            .send(IngestOp { delivery, reply })
+            .await
+            .map_err(|_| StoreError::Unavailable("storage has stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Unavailable("storage has stopped".into()))?
+    }
+
+    pub async fn enqueue(&self, account: String, job: NewJob, now: i64) -> Result<i64, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        let id = work::enqueue(&tx, &account, &job, now).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    pub async fn check_writable(&self) -> Result<(), StoreError> {
+        let result = async {
+            self.client()
+                .await?
+                .execute(
+                    "INSERT INTO health (id, checked_at) VALUES (1, $1)
+                     ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
+                    &[&unix_ms_now()],
+                )
+                .await?;
+            Ok(())
+        }
+        .await;
+        self.health.record(result.is_ok());
+        result
+    }
+
+    /// Several instances share the jobs: a lease that expired is simply
+    /// taken over, so nothing is released wholesale at start-up.
+    pub async fn release_all_leases(&self) -> Result<usize, StoreError> {
+        Ok(0)
+    }
+
+    pub async fn lease_jobs(&self, now: i64, lease_ms: i64, limit: usize) -> Result<Vec<LeasedJob>, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        let jobs = work::lease(&tx, now, lease_ms, limit).await?;
+        tx.commit().await?;
+        Ok(jobs)
+    }
+
+    pub async fn renew_lease(&self, job: LeasedJob, until: i64) -> Result<bool, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        let held = work::renew(&tx, &job, until).await?;
+        tx.commit().await?;
+        Ok(held)
+    }
+
+    pub async fn finish_job(
+        &self,
+        job: LeasedJob,
+        outcome: JobOutcome,
+        fetches: Vec<FetchRow>,
+        now: i64,
+        deliver_events: bool,
+    ) -> Result<Finish, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        let finish = work::finish(&tx, &job, &outcome, &fetches, now, deliver_events).await?;
+        if finish == Finish::LeaseLost {
+            tx.rollback().await?;
+        } else {
+            tx.commit().await?;
+        }
+        Ok(finish)
+    }
+
+    pub async fn record_effects(
+        &self,
+        job: LeasedJob,
+        effects: Effects,
+        now: i64,
+        deliver_events: bool,
+    ) -> Result<Finish, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        if !work::holds_lease(&tx, &job).await? {
+            return Ok(Finish::LeaseLost);
+        }
+        let emitted = work::apply(&tx, &job.account, Some(job.id), &effects, now, deliver_events).await?;
+        tx.commit().await?;
+        Ok(Finish::Recorded(emitted))
+    }
+
+    pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        work::release(&tx, &job, now).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn next_job_due(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .client()
+            .await?
+            .query_one(
+                "SELECT min(run_at) FROM jobs WHERE state = $1",
+                &[&JobState::Pending],
+            )
+            .await?
+            .try_get(0)?)
+    }
+
+    pub async fn order_flags(&self, account: String, order: String) -> Result<(bool, bool), StoreError> {
+        let row = self
+            .client()
+            .await?
+            .query_opt(
+                "SELECT released_at IS NOT NULL, blocked_at IS NOT NULL FROM orders
+                 WHERE account = $1 AND order_id = $2",
+                &[&account, &order],
+            )
+            .await?;
+        Ok(match row {
+            Some(r) => (r.try_get(0)?, r.try_get(1)?),
+            None => (false, false),
+        })
+    }
+
+    pub async fn review_state(&self, account: String, job_key: String) -> Result<Option<Review>, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        work::review_state(&tx, &account, &job_key).await
+    }
+
+    pub async fn reviews(&self, state: Option<Review>, limit: i64) -> Result<Vec<ReviewView>, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        work::reviews(&tx, state, limit).await
+    }
+
+    pub async fn confirm_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        let answer = work::confirm_review(&tx, id, now).await?;
+        tx.commit().await?;
+        Ok(answer)
+    }
+
+    pub async fn dismiss_review(
+        &self,
+        id: i64,
+        now: i64,
+        deliver_events: bool,
+    ) -> Result<(Answer, Vec<String>), StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        let answer = work::dismiss_review(&tx, id, now, deliver_events).await?;
+        tx.commit().await?;
+        Ok(answer)
+    }
+
+    pub async fn lease_events(&self, now: i64, lease_ms: i64, limit: usize) -> Result<Vec<LeasedEvent>, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        let events = work::lease_events(&tx, now, lease_ms, limit).await?;
+        tx.commit().await?;
+        Ok(events)
+    }
+
+    pub async fn next_event_due(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .client()
+            .await?
+            .query_one(
+                "SELECT min(greatest(next_attempt_at, coalesce(lease_until, 0))) FROM events
+                 WHERE state = $1",
+                &[&EventState::Pending],
+            )
+            .await?
+            .try_get(0)?)
+    }
+
+    pub async fn event_delivered(&self, event: LeasedEvent, now: i64) -> Result<bool, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        let recorded = work::event_delivered(&tx, &event, now).await?;
+        tx.commit().await?;
+        Ok(recorded)
+    }
+
+    pub async fn event_failed(
+        &self,
+        event: LeasedEvent,
+        error: String,
+        next: Option<i64>,
+    ) -> Result<bool, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        let recorded = work::event_failed(&tx, &event, &error, next).await?;
+        tx.commit().await?;
+        Ok(recorded)
+    }
+
+    pub async fn list_deliveries(&self, filter: DeliveryFilter) -> Result<Vec<DeliverySummary>, StoreError> {
+        reads::list_deliveries(&self.client().await?, &filter).await
+    }
+
+    pub async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryDetail>, StoreError> {
+        reads::get_delivery(&self.client().await?, id).await
+    }
+
+    pub async fn list_jobs(&self, state: Option<JobState>, limit: usize) -> Result<Vec<JobSummary>, StoreError> {
+        reads::list_jobs(&self.client().await?, state, limit).await
+    }
+
+    pub async fn get_job(&self, id: i64) -> Result<Option<JobDetail>, StoreError> {
+        reads::get_job(&self.client().await?, id).await
+    }
+
+    pub async fn job_by_key(&self, account: String, key: String) -> Result<Option<JobSummary>, StoreError> {
+        reads::job_by_key(&self.client().await?, &account, &key).await
+    }
+
+    pub async fn retry_job(&self, id: i64, now: i64) -> Result<bool, StoreError> {
+        let c = self.client().await?;
+        let retried = reads::retry_job(&c, id, now).await?;
+        notify(&c, listen::JOBS).await?;
+        Ok(retried)
+    }
+
+    pub async fn retry_dead_jobs(&self, now: i64) -> Result<usize, StoreError> {
+        let c = self.client().await?;
+        let n = reads::retry_dead_jobs(&c, now).await?;
+        notify(&c, listen::JOBS).await?;
+        Ok(n)
+    }
+
+    pub async fn get_order(&self, account: String, order: String) -> Result<Option<OrderView>, StoreError> {
+        reads::get_order(&self.client().await?, &account, &order).await
+    }
+
+    pub async fn list_events(
+        &self,
+        event_type: Option<String>,
+        state: Option<EventState>,
+        limit: usize,
+    ) -> Result<Vec<EventSummary>, StoreError> {
+        reads::list_events(&self.client().await?, event_type.as_deref(), state, limit).await
+    }
+
+    pub async fn get_event(&self, id: String) -> Result<Option<EventDetail>, StoreError> {
+        reads::get_event(&self.client().await?, &id).await
+    }
+
+    pub async fn redeliver_event(&self, id: String, now: i64) -> Result<bool, StoreError> {
+        reads::redeliver_event(&self.client().await?, &id, now).await
+    }
+
+    pub async fn health(&self) -> Result<Health, StoreError> {
+        reads::health(&self.client().await?).await
+    }
+
+    pub async fn metrics_snapshot(&self, now: i64) -> Result<MetricsSnapshot, StoreError> {
+        reads::metrics_snapshot(&self.client().await?, now).await
+    }
+
+    pub async fn prune_batch(&self, cutoff: i64, batch: usize) -> Result<Pruned, StoreError> {
+        reads::prune_batch(&mut self.client().await?, cutoff, batch).await
+    }
+
+    pub async fn backup(&self, _dest: std::path::PathBuf) -> Result<(), StoreError> {
+        Err(StoreError::Unsupported(
+            "a PostgreSQL database is backed up with pg_dump (or the server's own backups)",
+        ))
+    }
+
+    /// Makes every ingest commit fail (test builds only).
+    #[cfg(feature = "fault-injection")]
+    pub fn fail_commits(&self, fail: bool) {
+        self.fail_commits.store(fail, Ordering::Relaxed);
+    }
+
+    #[cfg(feature = "fault-injection")]
+    pub async fn limit_pages(&self, _pages: Option<i64>) -> Result<i64, StoreError> {
+        Err(StoreError::Unsupported(
+            "a page limit is a SQLite test fault",
+        ))
+    }
+
+    /// Stops the listener; the batchers end when the last sender goes.
+    pub async fn close(&self) {
+        self.stop.cancel();
+        self.pool.close();
+    }
+}
+
+async fn notify(c: &Client, channel: &str) -> Result<(), StoreError> {
+    c.execute(&format!("SELECT pg_notify('{channel}', '')"), &[])
+        .await?;
+    Ok(())
+}
+
+/// Takes whatever deliveries are queued (up to `MAX_BATCH`), commits them
+/// in one transaction, and answers each after the commit.
+async fn batcher(
+    pool: Pool,
+    rx: Arc<Mutex<mpsc::Receiver<IngestOp>>>,
+    health: Arc<CommitHealth>,
+    jobs_ready: Arc<Notify>,
+    fail_commits: Arc<AtomicBool>,
+) {
+    loop {
+        let batch = {
+            let mut rx = rx.lock().await;
+            let Some(first) = rx.recv().await else {
+                return;
+            };
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(op) => batch.push(op),
+                    Err(_) => break,
+                }
+            }
+            batch
+        };
+        let (ops, replies): (Vec<NewDelivery>, Vec<_>) =
+            batch.into_iter().map(|op| (op.delivery, op.reply)).unzip();
+        let params: Vec<IngestParams> = ops.into_iter().map(IngestParams::new).collect();
+        let wakes = params.iter().any(IngestParams::has_job);
+        let results = if fail_commits.load(Ordering::Relaxed) {
+            Err(StoreError::Unavailable("injected storage fault".into()))
+        } else {
+            commit_batch(&pool, &params).await
+        };
+        health.record(!matches!(results, Err(StoreError::Unavailable(_))));
+        match results {
+            Ok(ingested) => {
+                for (reply, ingested) in replies.into_iter().zip(ingested) {
+                    let _ = reply.send(Ok(ingested));
+                }
+            }
+            Err(StoreError::Unavailable(e)) => {
+                tracing::error!(error = %e, deliveries = replies.len(), "storage commit failed");
+                for reply in replies {
+                    let _ = reply.send(Err(StoreError::Unavailable(e.clone())));
+                }
+            }
+            // One of them failed: each again, alone, so one failure never
+            // takes its neighbours down.
+            Err(_) => {
+                for (reply, p) in replies.into_iter().zip(params) {
+                    let _ = reply.send(commit_alone(&pool, p).await);
+                }
+            }
+        }
+        if wakes {
+            jobs_ready.notify_one();
+        }
+    }
+}
+
+/// Every delivery of a batch in one transaction, pipelined.
+async fn commit_batch(pool: &Pool, params: &[IngestParams]) -> Result<Vec<Ingested>, StoreError> {
+    let mut client = pool.get().await?;
+    let tx = client.transaction().await?;
+    let stmt = tx.prepare_cached(&work::INGEST).await?;
+    let bound: Vec<_> = params.iter().map(IngestParams::as_params).collect();
+    let rows = futures_util::future::join_all(bound.iter().map(|p| tx.query_one(&stmt, p))).await;
+    let mut ingested = Vec::with_capacity(rows.len());
+    for row in rows {
+        let row = row?;
+        ingested.push(Ingested {
+            delivery_id: row.try_get(0)?,
+            duplicate: row.try_get(1)?,
+            job_id: row.try_get(2)?,
+        });
+    }
+    if params.iter().any(IngestParams::has_job) {
+        tx.execute(&format!("SELECT pg_notify('{}', '')", listen::JOBS), &[])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(ingested)
+}
+
+async fn commit_alone(pool: &Pool, p: IngestParams) -> Result<Ingested, StoreError> {
+    commit_batch(pool, std::slice::from_ref(&p))
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::Database("the delivery was not stored".into()))
+}
+
+/// The URL without its password.
+fn redacted(url: &str) -> String {
+    url::Url::parse(url)
+        .map(|u| crate::config::redacted::text(&u))
+        .unwrap_or_else(|_| "a PostgreSQL URL".into())
+}

@@ -1,0 +1,204 @@
+//! Append-only migrations of the PostgreSQL schema, tracked in
+//! `pointhook_schema` and applied in one transaction under an advisory
+//! lock, so several instances starting at once apply each exactly once.
+//! Never edit a released migration: add one.
+
+use deadpool_postgres::Client;
+
+use crate::store::StoreError;
+
+/// Migration `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: everything the SQLite schema has at its version 5.
+    r#"
+    CREATE TABLE deliveries (
+        id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        received_at     BIGINT   NOT NULL,   -- unix milliseconds
+        account         TEXT     NOT NULL,
+        kind            SMALLINT NOT NULL,   -- domain::Kind
+        topic           TEXT     NOT NULL,
+        resource_id     TEXT     NOT NULL,
+        notification_id TEXT,
+        source_news     TEXT,
+        query           TEXT     NOT NULL,
+        headers         TEXT     NOT NULL,
+        body            BYTEA,
+        body_size       BIGINT,
+        remote_addr     TEXT     NOT NULL,
+        fingerprint     BYTEA    NOT NULL,
+        duplicate_of    BIGINT,
+        signature       SMALLINT NOT NULL,   -- domain::SignatureStatus
+        job_key         TEXT
+    );
+    CREATE INDEX deliveries_resource ON deliveries (account, resource_id, fingerprint);
+    CREATE INDEX deliveries_received_at ON deliveries (received_at);
+    CREATE INDEX deliveries_job ON deliveries (account, job_key);
+
+    CREATE TABLE jobs (
+        id                BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        account           TEXT     NOT NULL,
+        job_key           TEXT     NOT NULL,
+        kind              SMALLINT NOT NULL,   -- domain::JobKind
+        resource_id       TEXT     NOT NULL,
+        input_delivery_id BIGINT,
+        work              TEXT,
+        work_rank         BIGINT   NOT NULL DEFAULT 0,
+        state             SMALLINT NOT NULL,   -- domain::JobState
+        rerun             BOOLEAN  NOT NULL DEFAULT false,
+        attempts          INTEGER  NOT NULL DEFAULT 0,
+        run_at            BIGINT   NOT NULL,
+        lease_until       BIGINT,
+        last_error        TEXT,
+        created_at        BIGINT   NOT NULL,
+        updated_at        BIGINT   NOT NULL,
+        UNIQUE (account, job_key)
+    );
+    CREATE INDEX jobs_runnable ON jobs (state, run_at);
+
+    CREATE TABLE health (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),
+        checked_at BIGINT  NOT NULL
+    );
+
+    CREATE TABLE decisions (
+        id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        account    TEXT   NOT NULL,
+        subject    TEXT   NOT NULL,
+        key        TEXT   NOT NULL,
+        event_type TEXT   NOT NULL,
+        event_id   TEXT,
+        job_id     BIGINT,
+        created_at BIGINT NOT NULL,
+        UNIQUE (account, subject, key)
+    );
+
+    CREATE TABLE events (
+        seq             BIGINT GENERATED ALWAYS AS IDENTITY,  -- insertion order
+        id              TEXT     PRIMARY KEY,
+        account         TEXT     NOT NULL,
+        type            TEXT     NOT NULL,
+        subject         TEXT     NOT NULL,
+        body            TEXT     NOT NULL,
+        job_id          BIGINT,
+        created_at      BIGINT   NOT NULL,
+        state           SMALLINT NOT NULL,   -- domain::EventState
+        attempts        INTEGER  NOT NULL DEFAULT 0,
+        next_attempt_at BIGINT   NOT NULL,
+        last_error      TEXT,
+        delivered_at    BIGINT,
+        lease_until     BIGINT
+    );
+    CREATE INDEX events_due ON events (state, next_attempt_at);
+    CREATE INDEX events_subject ON events (account, subject);
+    CREATE INDEX events_seq ON events (seq);
+
+    CREATE TABLE fetches (
+        id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        job_id      BIGINT  NOT NULL,
+        account     TEXT    NOT NULL,
+        endpoint    TEXT    NOT NULL,
+        resource_id TEXT    NOT NULL,
+        status      INTEGER NOT NULL,
+        elapsed_ms  BIGINT  NOT NULL,
+        at          BIGINT  NOT NULL
+    );
+    CREATE INDEX fetches_job ON fetches (job_id);
+    CREATE INDEX fetches_resource ON fetches (account, endpoint, resource_id);
+
+    CREATE TABLE orders (
+        account      TEXT   NOT NULL,
+        order_id     TEXT   NOT NULL,
+        total_amount TEXT,
+        paid_amount  TEXT,
+        released_at  BIGINT,
+        blocked_at   BIGINT,
+        at_risk_at   BIGINT,
+        updated_at   BIGINT NOT NULL,
+        PRIMARY KEY (account, order_id)
+    );
+
+    CREATE TABLE order_blocks (
+        account    TEXT   NOT NULL,
+        order_id   TEXT   NOT NULL,
+        alert      TEXT   NOT NULL,
+        blocked_at BIGINT NOT NULL,
+        lifted_at  BIGINT,
+        PRIMARY KEY (account, order_id, alert)
+    );
+
+    CREATE TABLE fraud_reviews (
+        id             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        account        TEXT     NOT NULL,
+        job_key        TEXT     NOT NULL,
+        alert          TEXT     NOT NULL,
+        merchant_order TEXT,
+        payment        TEXT,
+        reason         TEXT     NOT NULL,
+        state          SMALLINT NOT NULL,   -- domain::Review
+        created_at     BIGINT   NOT NULL,
+        decided_at     BIGINT,
+        UNIQUE (account, job_key)
+    );
+    CREATE INDEX fraud_reviews_state ON fraud_reviews (state, id);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+/// The advisory lock migrations hold (any fixed number will do; this one
+/// spells "ptHk").
+const MIGRATION_LOCK: i64 = 0x7074_486b;
+
+/// Brings the database up to `LATEST`; a no-op when it is there already.
+pub async fn migrate(client: &mut Client) -> Result<i64, StoreError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS pointhook_schema (
+             one     BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+             version BIGINT  NOT NULL
+         );
+         INSERT INTO pointhook_schema (version) VALUES (0) ON CONFLICT DO NOTHING;",
+    )
+    .await?;
+    let version: i64 = tx
+        .query_one("SELECT version FROM pointhook_schema", &[])
+        .await?
+        .get(0);
+    if version > LATEST {
+        return Err(StoreError::TooNew {
+            found: version,
+            known: LATEST,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.batch_execute(sql).await?;
+        tx.execute(
+            "UPDATE pointhook_schema SET version = $1",
+            &[&((i + 1) as i64)],
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(LATEST)
+}
+
+/// The version a database is at (0: never migrated).
+pub async fn version(client: &Client) -> Result<i64, StoreError> {
+    let exists: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = 'pointhook_schema')",
+            &[],
+        )
+        .await?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    Ok(client
+        .query_one("SELECT version FROM pointhook_schema", &[])
+        .await?
+        .get(0))
+}

@@ -1,0 +1,815 @@
+//! Jobs, decisions, the outbox and fraud reviews on PostgreSQL: the same
+//! rules as the SQLite backend, with what several instances need on top.
+//! Jobs and events are leased with `FOR UPDATE SKIP LOCKED` and fenced by
+//! their attempt count; a decision locks the merchant orders its guards and
+//! marks name (`FOR UPDATE`), so two instances deciding on one order are
+//! serialised and cannot both pass a guard; decisions stay unique by their
+//! key.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use deadpool_postgres::Transaction;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::listen;
+use crate::clock::rfc3339;
+use crate::domain::{
+    Decision, Effects, EventState, Guard, HeldAlert, JobState, Mark, MerchantOrderId, Review,
+    Slot, Work,
+};
+use crate::rules::{self, Finality};
+use crate::store::StoreError;
+use crate::store::model::{
+    FetchRow, Finish, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob, event_id,
+};
+use crate::store::views::{Answer, ReviewView};
+
+type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
+
+const PENDING: i16 = JobState::Pending as i16;
+const RUNNING: i16 = JobState::Running as i16;
+const DONE: i16 = JobState::Done as i16;
+const DEAD: i16 = JobState::Dead as i16;
+
+/// How a new job coalesces with the one there is (DESIGN section 3): the
+/// same rules as the SQLite backend's.
+fn on_conflict() -> String {
+    format!(
+        "ON CONFLICT (account, job_key) DO UPDATE SET
+             rerun = CASE WHEN jobs.state = {RUNNING} THEN true ELSE jobs.rerun END,
+             attempts = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN 0 ELSE jobs.attempts END,
+             run_at = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN excluded.run_at ELSE jobs.run_at END,
+             last_error = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN NULL ELSE jobs.last_error END,
+             work = CASE WHEN excluded.work_rank >= jobs.work_rank THEN excluded.work ELSE jobs.work END,
+             input_delivery_id = CASE WHEN excluded.work_rank >= jobs.work_rank
+                 THEN coalesce(excluded.input_delivery_id, jobs.input_delivery_id)
+                 ELSE jobs.input_delivery_id END,
+             work_rank = greatest(jobs.work_rank, excluded.work_rank),
+             state = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN {PENDING} ELSE jobs.state END,
+             updated_at = excluded.updated_at"
+    )
+}
+
+/// A delivery and its coalesced job in one statement: the duplicate
+/// lookup, the insert, and the job's upsert.
+pub static INGEST: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH dup AS (
+             SELECT id FROM deliveries
+             WHERE account = $2 AND resource_id = $5 AND fingerprint = $12
+             ORDER BY id LIMIT 1
+         ), d AS (
+             INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
+                 notification_id, source_news, query, headers, body, remote_addr, fingerprint,
+                 duplicate_of, signature, job_key, body_size)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+                 (SELECT id FROM dup), $13, $14, $15)
+             RETURNING id, duplicate_of
+         ), j AS (
+             INSERT INTO jobs AS jobs (account, job_key, kind, resource_id, input_delivery_id,
+                 work, work_rank, state, run_at, created_at, updated_at)
+             SELECT $2, $14, $16, $17, d.id, $18, $19, {PENDING}, $1, $1, $1
+             FROM d WHERE $14::text IS NOT NULL
+             {}
+             RETURNING id
+         )
+         SELECT d.id, d.duplicate_of IS NOT NULL, (SELECT id FROM j) FROM d",
+        on_conflict()
+    )
+});
+
+/// What `INGEST` binds for one delivery, owned so that a batch can be
+/// pipelined.
+pub struct IngestParams {
+    d: NewDelivery,
+    body: Option<Vec<u8>>,
+    body_size: Option<i64>,
+    fingerprint: Vec<u8>,
+    job_key: Option<String>,
+    job_kind: Option<i16>,
+    job_resource: Option<String>,
+    work: Option<String>,
+    rank: Option<i64>,
+}
+
+impl IngestParams {
+    pub fn new(d: NewDelivery) -> IngestParams {
+        let job = d.job.clone();
+        IngestParams {
+            body: (!d.body.is_empty()).then(|| d.body.to_vec()),
+            body_size: d.body_size.map(|n| n as i64),
+            fingerprint: d.fingerprint.to_vec(),
+            job_key: job.as_ref().map(|j| j.key.clone()),
+            job_kind: job.as_ref().map(|j| j.kind as i16),
+            job_resource: job.as_ref().map(|j| j.resource_id.clone()),
+            work: job.as_ref().map(|j| j.work.clone()),
+            rank: job.as_ref().map(|j| j.rank),
+            d,
+        }
+    }
+
+    pub fn as_params(&self) -> Params<'_> {
+        let d = &self.d;
+        vec![
+            &d.received_at,
+            &d.account,
+            &d.kind,
+            &d.topic,
+            &d.resource_id,
+            &d.notification_id,
+            &d.source_news,
+            &d.query,
+            &d.headers,
+            &self.body,
+            &d.remote_addr,
+            &self.fingerprint,
+            &d.signature,
+            &self.job_key,
+            &self.body_size,
+            &self.job_kind,
+            &self.job_resource,
+            &self.work,
+            &self.rank,
+        ]
+    }
+
+    pub fn has_job(&self) -> bool {
+        self.job_key.is_some()
+    }
+}
+
+/// A job with no delivery behind it.
+pub async fn enqueue(
+    tx: &Transaction<'_>,
+    account: &str,
+    job: &NewJob,
+    now: i64,
+) -> Result<i64, StoreError> {
+    let sql = format!(
+        "INSERT INTO jobs AS jobs (account, job_key, kind, resource_id, work, work_rank,
+             state, run_at, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, {PENDING}, $7, $7, $7)
+         {}
+         RETURNING id",
+        on_conflict()
+    );
+    let row = tx
+        .query_one(
+            &sql,
+            &[
+                &account,
+                &job.key,
+                &job.kind,
+                &job.resource_id,
+                &job.work,
+                &job.rank,
+                &now,
+            ],
+        )
+        .await?;
+    tx.execute(&format!("SELECT pg_notify('{}', '')", listen::JOBS), &[])
+        .await?;
+    Ok(row.get(0))
+}
+
+/// Takes up to `limit` due jobs: pending and due, or running with an
+/// expired lease; rows another instance is taking are skipped.
+pub async fn lease(
+    tx: &Transaction<'_>,
+    now: i64,
+    lease_ms: i64,
+    limit: usize,
+) -> Result<Vec<LeasedJob>, StoreError> {
+    let rows = tx
+        .query(
+            &format!(
+                "UPDATE jobs SET state = {RUNNING}, lease_until = $1 + $2, attempts = attempts + 1,
+                     rerun = false, updated_at = $1
+                 WHERE id IN (
+                     SELECT id FROM jobs
+                     WHERE (state = {PENDING} AND run_at <= $1)
+                        OR (state = {RUNNING} AND lease_until < $1)
+                     ORDER BY run_at LIMIT $3
+                     FOR UPDATE SKIP LOCKED)
+                 RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work"
+            ),
+            &[&now, &lease_ms, &(limit as i64)],
+        )
+        .await?;
+    rows.iter().map(leased_job).collect()
+}
+
+fn leased_job(r: &Row) -> Result<LeasedJob, StoreError> {
+    Ok(LeasedJob {
+        id: r.try_get(0)?,
+        account: r.try_get(1)?,
+        key: r.try_get(2)?,
+        kind: r.try_get(3)?,
+        resource_id: r.try_get(4)?,
+        input_delivery_id: r.try_get(5)?,
+        attempt: r.try_get::<_, i32>(6)? as u32,
+        work: LeasedJob::read_work(r.try_get(7)?),
+    })
+}
+
+const FENCE: &str = "id = $1 AND attempts = $2 AND state = ";
+
+pub async fn renew(tx: &Transaction<'_>, job: &LeasedJob, until: i64) -> Result<bool, StoreError> {
+    Ok(tx
+        .execute(
+            &format!("UPDATE jobs SET lease_until = $3 WHERE {FENCE}{RUNNING}"),
+            &[&job.id, &(job.attempt as i32), &until],
+        )
+        .await?
+        == 1)
+}
+
+/// Whether the job still runs under this run's lease (and locks it).
+pub async fn holds_lease(tx: &Transaction<'_>, job: &LeasedJob) -> Result<bool, StoreError> {
+    Ok(tx
+        .query_opt(
+            &format!("SELECT 1 FROM jobs WHERE {FENCE}{RUNNING} FOR UPDATE"),
+            &[&job.id, &(job.attempt as i32)],
+        )
+        .await?
+        .is_some())
+}
+
+/// Records a run's outcome and its API calls, if the run still holds its
+/// lease: the job's row and the calls in one statement, then the effects.
+pub async fn finish(
+    tx: &Transaction<'_>,
+    job: &LeasedJob,
+    outcome: &JobOutcome,
+    fetches: &[FetchRow],
+    now: i64,
+    deliver: bool,
+) -> Result<Finish, StoreError> {
+    let (set, error, run_at): (String, Option<&str>, i64) = match outcome {
+        JobOutcome::Done(_) => (
+            format!(
+                "state = CASE WHEN rerun THEN {PENDING} ELSE {DONE} END,
+                 attempts = CASE WHEN rerun THEN 0 ELSE attempts END,
+                 run_at = $5, last_error = $4"
+            ),
+            None,
+            now,
+        ),
+        JobOutcome::Retry { run_at, error } => (
+            format!(
+                "state = {PENDING}, run_at = CASE WHEN rerun THEN $5 ELSE $6 END, last_error = $4"
+            ),
+            Some(error.as_str()),
+            *run_at,
+        ),
+        // A re-run asked for while it ran starts the job over.
+        JobOutcome::Dead { error } => (
+            format!(
+                "state = CASE WHEN rerun THEN {PENDING} ELSE {DEAD} END,
+                 attempts = CASE WHEN rerun THEN 0 ELSE attempts END,
+                 run_at = $5, last_error = $4"
+            ),
+            Some(error.as_str()),
+            now,
+        ),
+    };
+    let endpoints: Vec<&str> = fetches.iter().map(|f| f.endpoint).collect();
+    let resources: Vec<&str> = fetches.iter().map(|f| f.resource_id.as_str()).collect();
+    let statuses: Vec<i32> = fetches.iter().map(|f| i32::from(f.status)).collect();
+    let elapsed: Vec<i64> = fetches.iter().map(|f| f.elapsed_ms as i64).collect();
+    let at: Vec<i64> = fetches.iter().map(|f| f.at).collect();
+    let sql = format!(
+        "WITH f AS (
+             INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at)
+             SELECT $1, $3, * FROM unnest($7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[])
+         )
+         UPDATE jobs SET {set}, rerun = false, lease_until = NULL, updated_at = $5
+         WHERE {FENCE}{RUNNING}
+         RETURNING state"
+    );
+    let fenced = tx
+        .query_opt(
+            &sql,
+            &[
+                &job.id,
+                &(job.attempt as i32),
+                &job.account,
+                &error,
+                &now,
+                &run_at,
+                &endpoints,
+                &resources,
+                &statuses,
+                &elapsed,
+                &at,
+            ],
+        )
+        .await?;
+    let Some(row) = fenced else {
+        return Ok(Finish::LeaseLost);
+    };
+    let state: JobState = row.try_get(0)?;
+    if state == JobState::Pending {
+        tx.execute(&format!("SELECT pg_notify('{}', '')", listen::JOBS), &[])
+            .await?;
+    }
+    let emitted = match outcome {
+        JobOutcome::Done(effects) => apply(tx, &job.account, Some(job.id), effects, now, deliver).await?,
+        _ => Vec::new(),
+    };
+    Ok(Finish::Recorded(emitted))
+}
+
+/// Interrupted by shutdown: pending again, the attempt not counted.
+pub async fn release(tx: &Transaction<'_>, job: &LeasedJob, now: i64) -> Result<(), StoreError> {
+    tx.execute(
+        &format!(
+            "UPDATE jobs SET state = {PENDING}, attempts = greatest(attempts - 1, 0),
+                 lease_until = NULL, run_at = $3, updated_at = $3
+             WHERE {FENCE}{RUNNING}"
+        ),
+        &[&job.id, &(job.attempt as i32), &now],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Applies `effects`; returns the ids of the events queued.
+pub async fn apply(
+    tx: &Transaction<'_>,
+    account: &str,
+    job_id: Option<i64>,
+    effects: &Effects,
+    now: i64,
+    deliver: bool,
+) -> Result<Vec<String>, StoreError> {
+    for o in &effects.orders {
+        tx.execute(
+            "INSERT INTO orders (account, order_id, total_amount, paid_amount, updated_at)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (account, order_id) DO UPDATE SET
+                 total_amount = excluded.total_amount, paid_amount = excluded.paid_amount,
+                 updated_at = excluded.updated_at",
+            &[&account, &o.order_id.as_str(), &o.total_amount, &o.paid_amount, &now],
+        )
+        .await?;
+    }
+    let mut emitted = Vec::new();
+    for d in &effects.decisions {
+        if let Some(id) = decide(tx, account, job_id, d, now, deliver).await? {
+            emitted.push(id);
+        }
+    }
+    if !emitted.is_empty() {
+        tx.execute(&format!("SELECT pg_notify('{}', '')", listen::EVENTS), &[])
+            .await?;
+    }
+    Ok(emitted)
+}
+
+/// The merchant orders a decision's guards and marks name.
+fn orders_of(d: &Decision) -> Vec<&str> {
+    let mut ids: Vec<&str> = d
+        .guards
+        .iter()
+        .map(|g| match g {
+            Guard::OrderReleased(o) | Guard::OrderNotReleased(o) | Guard::OrderNotBlocked(o) => {
+                o.as_str()
+            }
+        })
+        .chain(d.marks.iter().filter_map(|m| match m {
+            Mark::OrderReleased(o) | Mark::OrderAtRisk(o) => Some(o.as_str()),
+            Mark::OrderBlocked { order, .. } => Some(order.as_str()),
+            Mark::HoldForReview(_) => None,
+        }))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Records one decision and queues its event, unless a guard fails, it was
+/// recorded already, or it contradicts its subject's final outcome.
+async fn decide(
+    tx: &Transaction<'_>,
+    account: &str,
+    job_id: Option<i64>,
+    d: &Decision,
+    now: i64,
+    deliver: bool,
+) -> Result<Option<String>, StoreError> {
+    let event_type = d.event.as_str();
+    let orders = orders_of(d);
+    if !orders.is_empty() {
+        // Locks the orders (creating missing rows), in a fixed order so two
+        // instances never wait on each other in a circle.
+        let rows = tx
+            .query(
+                "WITH ins AS (
+                     INSERT INTO orders (account, order_id, updated_at)
+                     SELECT $1, unnest($2::text[]), $3
+                     ON CONFLICT (account, order_id) DO NOTHING
+                 )
+                 SELECT order_id, released_at IS NOT NULL, blocked_at IS NOT NULL FROM orders
+                 WHERE account = $1 AND order_id = ANY($2) ORDER BY order_id FOR UPDATE",
+                &[&account, &orders, &now],
+            )
+            .await?;
+        let flags: HashMap<String, (bool, bool)> = rows
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?))))
+            .collect::<Result<_, tokio_postgres::Error>>()?;
+        let holds = d.guards.iter().all(|g| {
+            let (released, blocked) = match g {
+                Guard::OrderReleased(o) | Guard::OrderNotReleased(o) | Guard::OrderNotBlocked(o) => {
+                    flags.get(o.as_str()).copied().unwrap_or((false, false))
+                }
+            };
+            match g {
+                Guard::OrderReleased(_) => released,
+                Guard::OrderNotReleased(_) => !released,
+                Guard::OrderNotBlocked(_) => !blocked,
+            }
+        });
+        if !holds {
+            tracing::debug!(job_id, subject = %d.subject, key = %d.key, "decision skipped: a guard does not hold");
+            return Ok(None);
+        }
+    }
+    if d.slot == Slot::Final {
+        let recorded = recorded_final(tx, account, &d.subject).await?;
+        match rules::finality(recorded.as_deref(), event_type) {
+            Finality::New => {}
+            Finality::Same => return Ok(None),
+            Finality::Conflict => {
+                conflict(tx, account, job_id, d, recorded.as_deref(), now).await?;
+                return Ok(None);
+            }
+        }
+    }
+    let key = match d.slot {
+        Slot::Final => "final",
+        Slot::Once => d.key.as_str(),
+    };
+    let id = event_id(account, &d.subject, key);
+    let body = serde_json::json!({
+        "id": id,
+        "type": event_type,
+        "created_at": rfc3339(now),
+        "account": account,
+        "data": d.data,
+    })
+    .to_string();
+    let state = if deliver {
+        EventState::Pending
+    } else {
+        EventState::Stored
+    };
+    let decided = tx
+        .query_opt(
+            "WITH dec AS (
+                 INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (account, subject, key) DO NOTHING
+                 RETURNING 1
+             )
+             INSERT INTO events (id, account, type, subject, body, job_id, created_at, state, next_attempt_at)
+             SELECT $5, $1, $4, $2, $8, $6, $7, $9, $7 WHERE EXISTS (SELECT 1 FROM dec)
+             RETURNING id",
+            &[&account, &d.subject, &key, &event_type, &id, &job_id, &now, &body, &state],
+        )
+        .await?;
+    if decided.is_none() {
+        // Decided already; for a final slot, a concurrent run may have
+        // taken it with another outcome: that one is a conflict.
+        if d.slot == Slot::Final {
+            let recorded = recorded_final(tx, account, &d.subject).await?;
+            if rules::finality(recorded.as_deref(), event_type) == Finality::Conflict {
+                conflict(tx, account, job_id, d, recorded.as_deref(), now).await?;
+            }
+        }
+        return Ok(None);
+    }
+    for m in &d.marks {
+        mark(tx, account, m, now).await?;
+    }
+    tracing::info!(job_id, event_id = %id, event_type, subject = %d.subject, "decided");
+    Ok(Some(id))
+}
+
+async fn recorded_final(
+    tx: &Transaction<'_>,
+    account: &str,
+    subject: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(tx
+        .query_opt(
+            "SELECT event_type FROM decisions WHERE account = $1 AND subject = $2 AND key = 'final'",
+            &[&account, &subject],
+        )
+        .await?
+        .map(|r| r.get(0)))
+}
+
+async fn conflict(
+    tx: &Transaction<'_>,
+    account: &str,
+    job_id: Option<i64>,
+    d: &Decision,
+    recorded: Option<&str>,
+    now: i64,
+) -> Result<(), StoreError> {
+    let event_type = d.event.as_str();
+    tracing::warn!(
+        job_id, subject = %d.subject, recorded = ?recorded, new = %event_type,
+        "conflicting final state: recorded, nothing changed"
+    );
+    tx.execute(
+        "INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
+         VALUES ($1, $2, $3, $4, NULL, $5, $6)
+         ON CONFLICT (account, subject, key) DO NOTHING",
+        &[&account, &d.subject, &format!("conflict:{event_type}"), &event_type, &job_id, &now],
+    )
+    .await?;
+    Ok(())
+}
+
+async fn mark(tx: &Transaction<'_>, account: &str, m: &Mark, now: i64) -> Result<(), StoreError> {
+    let (order, column) = match m {
+        Mark::OrderReleased(o) => (o, "released_at"),
+        Mark::OrderAtRisk(o) => (o, "at_risk_at"),
+        Mark::OrderBlocked { order, alert } => {
+            tx.execute(
+                "INSERT INTO order_blocks (account, order_id, alert, blocked_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (account, order_id, alert) DO UPDATE SET lifted_at = NULL",
+                &[&account, &order.as_str(), alert, &now],
+            )
+            .await?;
+            (order, "blocked_at")
+        }
+        Mark::HoldForReview(h) => return hold(tx, account, h, now).await,
+    };
+    tx.execute(
+        &format!(
+            "UPDATE orders SET {column} = coalesce({column}, $3), updated_at = $3
+             WHERE account = $1 AND order_id = $2"
+        ),
+        &[&account, &order.as_str(), &now],
+    )
+    .await?;
+    Ok(())
+}
+
+async fn hold(tx: &Transaction<'_>, account: &str, h: &HeldAlert, now: i64) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO fraud_reviews (account, job_key, alert, merchant_order, payment, reason, state, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (account, job_key) DO NOTHING",
+        &[
+            &account,
+            &h.job_key,
+            &h.alert,
+            &h.merchant_order.as_ref().map(|o| o.as_str()),
+            &h.payment.as_ref().map(|p| p.as_str()),
+            &h.reason,
+            &Review::Held,
+            &now,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Lifts one alert's block; the order is unblocked when none stands.
+async fn lift_block(
+    tx: &Transaction<'_>,
+    account: &str,
+    order: &str,
+    alert: &str,
+    now: i64,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE order_blocks SET lifted_at = $4
+         WHERE account = $1 AND order_id = $2 AND alert = $3 AND lifted_at IS NULL",
+        &[&account, &order, &alert, &now],
+    )
+    .await?;
+    tx.execute(
+        "UPDATE orders SET blocked_at = NULL, updated_at = $3
+         WHERE account = $1 AND order_id = $2 AND NOT EXISTS (
+             SELECT 1 FROM order_blocks b
+             WHERE b.account = $1 AND b.order_id = $2 AND b.lifted_at IS NULL)",
+        &[&account, &order, &now],
+    )
+    .await?;
+    Ok(())
+}
+
+const REVIEW_COLUMNS: &str =
+    "id, account, state, merchant_order, payment, reason, job_key, created_at, decided_at";
+
+fn review(r: &Row) -> Result<ReviewView, StoreError> {
+    let state: Review = r.try_get(2)?;
+    Ok(ReviewView {
+        id: r.try_get(0)?,
+        account: r.try_get(1)?,
+        state: state.as_str(),
+        merchant_order_id: r.try_get(3)?,
+        payment_id: r.try_get(4)?,
+        reason: r.try_get(5)?,
+        job_key: r.try_get(6)?,
+        created_at: rfc3339(r.try_get(7)?),
+        decided_at: r.try_get::<_, Option<i64>>(8)?.map(rfc3339),
+    })
+}
+
+pub async fn reviews(
+    tx: &Transaction<'_>,
+    state: Option<Review>,
+    limit: i64,
+) -> Result<Vec<ReviewView>, StoreError> {
+    tx.query(
+        &format!(
+            "SELECT {REVIEW_COLUMNS} FROM fraud_reviews WHERE ($1::smallint IS NULL OR state = $1)
+             ORDER BY id DESC LIMIT $2"
+        ),
+        &[&state, &limit],
+    )
+    .await?
+    .iter()
+    .map(review)
+    .collect()
+}
+
+pub async fn review_state(
+    tx: &Transaction<'_>,
+    account: &str,
+    job_key: &str,
+) -> Result<Option<Review>, StoreError> {
+    Ok(tx
+        .query_opt(
+            "SELECT state FROM fraud_reviews WHERE account = $1 AND job_key = $2",
+            &[&account, &job_key],
+        )
+        .await?
+        .map(|r| r.try_get(0))
+        .transpose()?)
+}
+
+/// Marks a held review decided (locking it); `Err` holds the answer when it
+/// is not held any more.
+async fn decide_review(
+    tx: &Transaction<'_>,
+    id: i64,
+    to: Review,
+    now: i64,
+) -> Result<Result<(ReviewView, String), Answer>, StoreError> {
+    let Some(row) = tx
+        .query_opt(
+            &format!("SELECT {REVIEW_COLUMNS}, alert FROM fraud_reviews WHERE id = $1 FOR UPDATE"),
+            &[&id],
+        )
+        .await?
+    else {
+        return Ok(Err(Answer::NotFound));
+    };
+    let current = review(&row)?;
+    let alert: String = row.try_get(9)?;
+    if current.state != Review::Held.as_str() {
+        return Ok(Err(Answer::AlreadyDecided(current.state)));
+    }
+    tx.execute(
+        "UPDATE fraud_reviews SET state = $2, decided_at = $3 WHERE id = $1",
+        &[&id, &to, &now],
+    )
+    .await?;
+    Ok(Ok((
+        ReviewView {
+            state: to.as_str(),
+            decided_at: Some(rfc3339(now)),
+            ..current
+        },
+        alert,
+    )))
+}
+
+/// A person confirms: the alert's job runs again, now allowed to move money.
+pub async fn confirm_review(tx: &Transaction<'_>, id: i64, now: i64) -> Result<Answer, StoreError> {
+    let (review, _) = match decide_review(tx, id, Review::Confirmed, now).await? {
+        Ok(r) => r,
+        Err(answer) => return Ok(answer),
+    };
+    tx.execute(
+        &format!(
+            "UPDATE jobs SET
+                 rerun = CASE WHEN state = {RUNNING} THEN true ELSE rerun END,
+                 attempts = CASE WHEN state = {RUNNING} THEN attempts ELSE 0 END,
+                 state = CASE WHEN state = {RUNNING} THEN state ELSE {PENDING} END,
+                 run_at = $3, last_error = NULL, updated_at = $3
+             WHERE account = $1 AND job_key = $2"
+        ),
+        &[&review.account, &review.job_key, &now],
+    )
+    .await?;
+    tx.execute(&format!("SELECT pg_notify('{}', '')", listen::JOBS), &[])
+        .await?;
+    Ok(Answer::Done(Box::new(review)))
+}
+
+/// A person dismisses: the alert's block goes, the dismissal is told, and
+/// the merchant order is fetched again.
+pub async fn dismiss_review(
+    tx: &Transaction<'_>,
+    id: i64,
+    now: i64,
+    deliver: bool,
+) -> Result<(Answer, Vec<String>), StoreError> {
+    let (review, alert) = match decide_review(tx, id, Review::Dismissed, now).await? {
+        Ok(r) => r,
+        Err(answer) => return Ok((answer, Vec::new())),
+    };
+    let decision = crate::store::model::dismissal(&review, &alert);
+    let emitted = apply(tx, &review.account, None, &Effects::one(decision), now, deliver).await?;
+    if let Some(order) = review
+        .merchant_order_id
+        .as_deref()
+        .and_then(|o| MerchantOrderId::parse(o).ok())
+    {
+        lift_block(tx, &review.account, order.as_str(), &alert, now).await?;
+        let work = Work::MerchantOrder { id: order };
+        enqueue(tx, &review.account, &NewJob::for_work(&work), now).await?;
+    }
+    Ok((Answer::Done(Box::new(review)), emitted))
+}
+
+/// Takes up to `limit` due events for `lease_ms`.
+pub async fn lease_events(
+    tx: &Transaction<'_>,
+    now: i64,
+    lease_ms: i64,
+    limit: usize,
+) -> Result<Vec<LeasedEvent>, StoreError> {
+    let pending = EventState::Pending;
+    tx.query(
+        "UPDATE events SET lease_until = $2 + $3
+         WHERE id IN (
+             SELECT id FROM events
+             WHERE state = $1 AND next_attempt_at <= $2
+               AND (lease_until IS NULL OR lease_until < $2)
+             ORDER BY next_attempt_at LIMIT $4
+             FOR UPDATE SKIP LOCKED)
+         RETURNING id, body, created_at, attempts",
+        &[&pending, &now, &lease_ms, &(limit as i64)],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(LeasedEvent {
+            id: r.try_get(0)?,
+            body: r.try_get(1)?,
+            created_at: r.try_get(2)?,
+            attempts: r.try_get::<_, i32>(3)? as u32,
+        })
+    })
+    .collect()
+}
+
+pub async fn event_delivered(
+    tx: &Transaction<'_>,
+    e: &LeasedEvent,
+    now: i64,
+) -> Result<bool, StoreError> {
+    Ok(tx
+        .execute(
+            "UPDATE events SET state = $3, attempts = attempts + 1, delivered_at = $4,
+                 last_error = NULL, lease_until = NULL
+             WHERE id = $1 AND attempts = $2 AND state = $5",
+            &[&e.id, &(e.attempts as i32), &EventState::Delivered, &now, &EventState::Pending],
+        )
+        .await?
+        == 1)
+}
+
+pub async fn event_failed(
+    tx: &Transaction<'_>,
+    e: &LeasedEvent,
+    error: &str,
+    next: Option<i64>,
+) -> Result<bool, StoreError> {
+    let state = if next.is_some() {
+        EventState::Pending
+    } else {
+        EventState::Dead
+    };
+    Ok(tx
+        .execute(
+            "UPDATE events SET state = $3, attempts = attempts + 1, last_error = $4,
+                 next_attempt_at = coalesce($5, next_attempt_at), lease_until = NULL
+             WHERE id = $1 AND attempts = $2 AND state = $6",
+            &[&e.id, &(e.attempts as i32), &state, &error, &next, &EventState::Pending],
+        )
+        .await?
+        == 1)
+}
