@@ -184,7 +184,9 @@ impl Store {
                 let path = path.clone();
                 Backend::Sqlite(blocking(move || sqlite::SqliteStore::open_client(&path)).await?)
             }
-            Location::Postgres(url) => Backend::Postgres(postgres::PgStore::open_client(url).await?),
+            Location::Postgres(url) => {
+                Backend::Postgres(postgres::PgStore::open_client(url).await?)
+            }
         };
         Ok(Store::wrap(backend, Arc::default(), Arc::default()))
     }

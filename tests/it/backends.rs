@@ -25,26 +25,52 @@ impl Backend {
     }
 }
 
-/// Runs each named `async fn name(backend: Backend)` as two tests,
-/// `name::sqlite` and `name::postgres`.
+/// Which backend the test running on a task uses.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+tokio::task_local! {
+    /// The backend kind of the test running on this task:
+    /// `TestConfig::default()` reads it, so a test body is the same for both.
+    pub static CURRENT: Kind;
+}
+
+/// Where a new test app keeps its data: a fresh store of the test's kind
+/// (SQLite outside `on_both_backends!`). Two apps of one test share a
+/// database only when the test says so.
+pub fn current() -> Backend {
+    match CURRENT.try_with(|k| *k).unwrap_or(Kind::Sqlite) {
+        Kind::Sqlite => Backend::Sqlite,
+        Kind::Postgres => Backend::postgres().expect("the server answered before the test began"),
+    }
+}
+
+/// Runs each named `async fn name()` as two tests, `name::sqlite` and
+/// `name::postgres`.
 macro_rules! on_both_backends {
     ($($name:ident),+ $(,)?) => {$(
         mod $name {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                super::$name(crate::backends::Backend::Sqlite).await
+                crate::backends::CURRENT
+                    .scope(crate::backends::Kind::Sqlite, super::$name())
+                    .await
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
-                if let Some(b) = crate::backends::Backend::postgres() {
-                    super::$name(b).await
+                if crate::backends::server().is_some() {
+                    crate::backends::CURRENT
+                        .scope(crate::backends::Kind::Postgres, super::$name())
+                        .await
                 }
             }
         }
     )+};
 }
-pub(crate) use on_both_backends;
 
 /// The server's URL, if one answers (checked once).
 pub fn server() -> Option<&'static str> {
@@ -91,7 +117,8 @@ impl TestDatabase {
                 .subsec_nanos()
         );
         let sql = format!("CREATE DATABASE {name}");
-        run(&server, |c| async move { c.batch_execute(&sql).await }).expect("create a test database");
+        run(&server, |c| async move { c.batch_execute(&sql).await })
+            .expect("create a test database");
         let mut url = url::Url::parse(&server).unwrap();
         url.set_path(&name);
         Some(TestDatabase {
@@ -127,7 +154,8 @@ where
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await?;
+                let (client, connection) =
+                    tokio_postgres::connect(&url, tokio_postgres::NoTls).await?;
                 let polled = tokio::spawn(connection);
                 let out = f(client).await;
                 polled.abort();
@@ -222,7 +250,8 @@ impl TestDb {
         match self {
             TestDb::Sqlite(path) => {
                 let conn = rusqlite::Connection::open(path).unwrap();
-                conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+                conn.busy_timeout(std::time::Duration::from_secs(5))
+                    .unwrap();
                 let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
                 let n = stmt.column_count();
                 let params: Vec<rusqlite::types::Value> = params.iter().map(to_sqlite).collect();
@@ -273,7 +302,8 @@ impl TestDb {
         match self {
             TestDb::Sqlite(path) => {
                 let conn = rusqlite::Connection::open(path).unwrap();
-                conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+                conn.busy_timeout(std::time::Duration::from_secs(5))
+                    .unwrap();
                 let params: Vec<rusqlite::types::Value> = params.iter().map(to_sqlite).collect();
                 conn.execute(sql, rusqlite::params_from_iter(params))
                     .unwrap_or_else(|e| panic!("{sql}: {e}"));

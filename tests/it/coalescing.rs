@@ -31,15 +31,19 @@ fn set_state(app: &TestApp, state: JobState, attempts: i64) {
     );
 }
 
-async fn the_same_notification_twice_while_pending_is_one_job_and_a_duplicate(b: Backend) {
-    let app = spawn_app_with(TestConfig::default().backend(b)).await;
+async fn the_same_notification_twice_while_pending_is_one_job_and_a_duplicate() {
+    let app = spawn_app().await;
     let f = fixture("ipn-payment.json");
     let (_, first) = answer(app.post_fixture(&f).await).await;
     let (_, second) = answer(app.post_fixture(&f).await).await;
     assert_eq!(first["duplicate"], false);
     assert_eq!(second["duplicate"], true);
     assert_eq!(app.count("SELECT count(*) FROM jobs"), 1);
-    assert_eq!(job(&app), (JobState::Pending, false, 0), "still pending, nothing added");
+    assert_eq!(
+        job(&app),
+        (JobState::Pending, false, 0),
+        "still pending, nothing added"
+    );
     let dup_of = app.sql.value(
         "SELECT duplicate_of FROM deliveries WHERE id = $1",
         &[SqlValue::Int(second["delivery_id"].as_i64().unwrap())],
@@ -48,8 +52,8 @@ async fn the_same_notification_twice_while_pending_is_one_job_and_a_duplicate(b:
     app.stop().await;
 }
 
-async fn a_different_body_is_not_a_duplicate_but_the_same_job(b: Backend) {
-    let app = spawn_app_with(TestConfig::default().backend(b)).await;
+async fn a_different_body_is_not_a_duplicate_but_the_same_job() {
+    let app = spawn_app().await;
     let (_, a) = answer(app.post("topic=payment&id=1", &[], Some(b"{}")).await).await;
     let (_, b) = answer(app.post("topic=payment&id=1", &[], None).await).await;
     assert_eq!(a["duplicate"], false);
@@ -58,8 +62,8 @@ async fn a_different_body_is_not_a_duplicate_but_the_same_job(b: Backend) {
     app.stop().await;
 }
 
-async fn a_notification_during_a_run_marks_it_to_run_again(b: Backend) {
-    let app = spawn_app_with(TestConfig::default().backend(b)).await;
+async fn a_notification_during_a_run_marks_it_to_run_again() {
+    let app = spawn_app().await;
     let f = fixture("webhook-merchant-order.json");
     app.post_fixture(&f).await;
     set_state(&app, JobState::Running, 1);
@@ -70,16 +74,19 @@ async fn a_notification_during_a_run_marks_it_to_run_again(b: Backend) {
     app.stop().await;
 }
 
-async fn a_notification_after_the_job_is_done_enqueues_it_again(b: Backend) {
-    let app = spawn_app_with(TestConfig::default().backend(b)).await;
+async fn a_notification_after_the_job_is_done_enqueues_it_again() {
+    let app = spawn_app().await;
     let f = fixture("ipn-chargeback.json");
     app.post_fixture(&f).await;
     set_state(&app, JobState::Done, 3);
-    app.sql
-        .execute("UPDATE jobs SET last_error = 'x'", &[]);
+    app.sql.execute("UPDATE jobs SET last_error = 'x'", &[]);
     let (_, body) = answer(app.post_fixture(&f).await).await;
     assert_eq!(body["duplicate"], true, "a duplicate still does its work");
-    assert_eq!(job(&app), (JobState::Pending, false, 0), "again, fresh attempts");
+    assert_eq!(
+        job(&app),
+        (JobState::Pending, false, 0),
+        "again, fresh attempts"
+    );
     assert_eq!(
         app.count("SELECT count(*) FROM jobs WHERE last_error IS NULL"),
         1
@@ -91,16 +98,13 @@ async fn a_notification_after_the_job_is_done_enqueues_it_again(b: Backend) {
     app.stop().await;
 }
 
-async fn accounts_do_not_share_jobs_or_fingerprints(b: Backend) {
-    let app = spawn_app_with(
-        TestConfig {
-            accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"a\"\n\
+async fn accounts_do_not_share_jobs_or_fingerprints() {
+    let app = spawn_app_with(TestConfig {
+        accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"a\"\n\
                        [[accounts]]\nname = \"b\"\naccess_token = \"b\"\n"
-                .into(),
-            ..Default::default()
-        }
-        .backend(b),
-    )
+            .into(),
+        ..Default::default()
+    })
     .await;
     let (_, x) = answer(app.post("topic=payment&id=1", &[], None).await).await;
     let (_, y) = answer(app.post("topic=payment&id=1&customer=b", &[], None).await).await;

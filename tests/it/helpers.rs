@@ -50,7 +50,7 @@ impl Default for TestConfig {
             admin_token: None,
             listener: None,
             worker: String::new(),
-            backend: Backend::Sqlite,
+            backend: crate::backends::current(),
         }
     }
 }
@@ -87,11 +87,6 @@ impl TestConfig {
         self
     }
 
-    pub fn backend(mut self, backend: Backend) -> Self {
-        self.backend = backend;
-        self
-    }
-
     pub fn toml(&self, db: &Path) -> String {
         let admin = self
             .admin_token
@@ -121,7 +116,7 @@ pub struct TestApp {
     /// The app's database, for the test's own reads (either backend).
     pub sql: TestDb,
     /// Keeps a PostgreSQL test database alive as long as the app.
-    pub backend: Backend,
+    pub database: Backend,
     pub admin_addr: Option<SocketAddr>,
     /// A config file for the CLI, naming the same database.
     pub config_path: PathBuf,
@@ -192,7 +187,7 @@ pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
     TestApp {
         addr,
         sql,
-        backend,
+        database: backend,
         admin_addr,
         config_path,
         db_path,
@@ -372,7 +367,10 @@ impl TestApp {
             TestDb::Postgres(_) => "seq",
         };
         self.sql
-            .rows(&format!("SELECT type, body FROM events ORDER BY {order}"), &[])
+            .rows(
+                &format!("SELECT type, body FROM events ORDER BY {order}"),
+                &[],
+            )
             .into_iter()
             .map(|r| {
                 let body: Value = serde_json::from_str(&r[1].text()).unwrap();

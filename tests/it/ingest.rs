@@ -3,6 +3,19 @@
 use crate::helpers::*;
 use serde_json::json;
 
+on_both_backends!(
+    every_fixture_is_accepted_and_stored_byte_for_byte,
+    job_keys_per_kind,
+    headers_remote_address_and_source_news_are_recorded,
+    an_empty_body_is_no_body_whatever_the_content_type,
+    ipn_body_is_recorded_never_validated,
+    unknown_topics_are_stored_and_ignored,
+    accounts_are_chosen_by_customer_cliente_or_client,
+    the_only_account_is_the_default_and_two_without_default_need_customer,
+    concurrent_requests_all_commit,
+    bodies_nothing_acts_on_are_kept_up_to_a_cap,
+);
+
 /// Accounts for the fixtures: one of them names its shop with `cliente`.
 const FIXTURE_ACCOUNTS: &str = "[[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n\
     [[accounts]]\nname = \"tienda-norte\"\naccess_token = \"tok-2\"\n";
@@ -10,7 +23,6 @@ const FIXTURE_ACCOUNTS: &str = "[[accounts]]\nname = \"default\"\naccess_token =
 /// Every documented (or observed) notification is stored byte for byte and
 /// answered 200, to an account without secrets and to one with a secret
 /// (signed as the platform signs).
-#[tokio::test]
 async fn every_fixture_is_accepted_and_stored_byte_for_byte() {
     let names = fixture_names();
     assert!(names.len() >= 60, "{names:?}");
@@ -33,14 +45,12 @@ async fn every_fixture_is_accepted_and_stored_byte_for_byte() {
             assert_eq!(status, 200, "{name}: {body}");
             assert_eq!(body["status"], "accepted", "{name}");
             let id = body["delivery_id"].as_i64().unwrap();
-            let (stored, query, job_key): (Option<Vec<u8>>, String, Option<String>) = app
-                .db()
-                .query_row(
-                    "SELECT body, query, job_key FROM deliveries WHERE id = ?1",
-                    [id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .unwrap();
+            let row = app.sql.rows(
+                "SELECT body, query, job_key FROM deliveries WHERE id = $1",
+                &[SqlValue::Int(id)],
+            );
+            let (stored, query, job_key) =
+                (row[0][0].bytes(), row[0][1].text(), row[0][2].opt_text());
             assert_eq!(stored, f.body, "{name}: body kept exactly");
             assert_eq!(query, f.query, "{name}");
             assert_eq!(body.get("ignored").is_some(), job_key.is_none(), "{name}");
@@ -69,19 +79,16 @@ const FIRST_FIXTURES: &[&str] = &[
     "webhook-payment.json",
 ];
 
-#[tokio::test]
 async fn job_keys_per_kind() {
     let app = spawn_app().await;
     for name in FIRST_FIXTURES {
         app.post_fixture(&fixture(name)).await;
     }
     let mut keys: Vec<String> = app
-        .db()
-        .prepare("SELECT job_key FROM jobs ORDER BY job_key")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
+        .sql
+        .rows("SELECT job_key FROM jobs ORDER BY job_key", &[])
+        .iter()
+        .map(|r| r[0].text())
         .collect();
     keys.sort();
     // Every notification of one intent (its IPN and its bodies in any
@@ -101,21 +108,16 @@ async fn job_keys_per_kind() {
         app.count("SELECT count(*) FROM jobs WHERE input_delivery_id IS NULL OR work IS NULL"),
         0
     );
-    let work: String = app
-        .db()
-        .query_row(
-            "SELECT work FROM jobs WHERE job_key LIKE 'fraud:%'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let work = app
+        .sql
+        .value("SELECT work FROM jobs WHERE job_key LIKE 'fraud:%'", &[])
+        .text();
     let work: serde_json::Value = serde_json::from_str(&work).unwrap();
     assert_eq!(work["payment"], "23064274473");
     assert_eq!(work["authenticated"], false);
     app.stop().await;
 }
 
-#[tokio::test]
 async fn headers_remote_address_and_source_news_are_recorded() {
     let app = spawn_app().await;
     let (status, body) = answer(
@@ -133,14 +135,16 @@ async fn headers_remote_address_and_source_news_are_recorded() {
     .await;
     assert_eq!(status, 200);
     let id = body["delivery_id"].as_i64().unwrap();
-    let (headers, remote, source, body): (String, String, Option<String>, Option<Vec<u8>>) = app
-        .db()
-        .query_row(
-            "SELECT headers, remote_addr, source_news, body FROM deliveries WHERE id = ?1",
-            [id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )
-        .unwrap();
+    let row = app.sql.rows(
+        "SELECT headers, remote_addr, source_news, body FROM deliveries WHERE id = $1",
+        &[SqlValue::Int(id)],
+    );
+    let (headers, remote, source, body) = (
+        row[0][0].text(),
+        row[0][1].text(),
+        row[0][2].opt_text(),
+        row[0][3].bytes(),
+    );
     let headers: serde_json::Value = serde_json::from_str(&headers).unwrap();
     assert_eq!(headers["user-agent"], "Feed v2.0");
     assert_eq!(headers["x-request-id"], "r-1");
@@ -151,7 +155,6 @@ async fn headers_remote_address_and_source_news_are_recorded() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn an_empty_body_is_no_body_whatever_the_content_type() {
     let app = spawn_app().await;
     let res = app
@@ -174,7 +177,6 @@ async fn an_empty_body_is_no_body_whatever_the_content_type() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn ipn_body_is_recorded_never_validated() {
     let app = spawn_app().await;
     for body in [
@@ -194,7 +196,6 @@ async fn ipn_body_is_recorded_never_validated() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn unknown_topics_are_stored_and_ignored() {
     let app = spawn_app().await;
     let (status, body) = answer(
@@ -222,7 +223,6 @@ async fn unknown_topics_are_stored_and_ignored() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn accounts_are_chosen_by_customer_cliente_or_client() {
     let app = spawn_app_with(TestConfig {
         accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"a\"\n\
@@ -254,18 +254,15 @@ async fn accounts_are_chosen_by_customer_cliente_or_client() {
     assert_eq!(body["error"], "unknown_account");
     assert!(body["message"].as_str().unwrap().contains("nobody"));
     let accounts: Vec<String> = app
-        .db()
-        .prepare("SELECT account FROM deliveries ORDER BY id")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
+        .sql
+        .rows("SELECT account FROM deliveries ORDER BY id", &[])
+        .iter()
+        .map(|r| r[0].text())
         .collect();
     assert_eq!(accounts, ["shop-2", "default", "shop-2", "shop-2"]);
     app.stop().await;
 }
 
-#[tokio::test]
 async fn the_only_account_is_the_default_and_two_without_default_need_customer() {
     let app = spawn_app_with(TestConfig {
         accounts: "[[accounts]]\nname = \"solo\"\naccess_token = \"a\"\n".into(),
@@ -296,7 +293,6 @@ async fn the_only_account_is_the_default_and_two_without_default_need_customer()
     app.stop().await;
 }
 
-#[tokio::test]
 async fn concurrent_requests_all_commit() {
     let app = spawn_app().await;
     let mut tasks = Vec::new();
@@ -317,32 +313,26 @@ async fn concurrent_requests_all_commit() {
 
 /// A notification nothing acts on is kept only up to a small cap: enough to
 /// see what it was, not a free store for anyone who knows the URL.
-#[tokio::test]
 async fn bodies_nothing_acts_on_are_kept_up_to_a_cap() {
     let app = spawn_app().await;
     let big = json!({"type": "mp-connect", "pad": "x".repeat(50_000)}).to_string();
     let (status, body) = answer(app.post("", &[], Some(big.as_bytes())).await).await;
     assert_eq!((status, body["ignored"].as_bool()), (200, Some(true)));
-    let (stored, size): (Vec<u8>, Option<i64>) = app
-        .db()
-        .query_row("SELECT body, body_size FROM deliveries", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
+    let row = app.sql.rows("SELECT body, body_size FROM deliveries", &[]);
+    let (stored, size) = (row[0][0].bytes().unwrap(), row[0][1].opt_int());
     assert_eq!(stored.len(), pointhook::http::ingest::IGNORED_BODY_CAP);
     assert_eq!(size, Some(big.len() as i64));
     // What is acted on is kept whole.
     let work =
         json!({"type": "payment", "data": {"id": "7"}, "pad": "y".repeat(50_000)}).to_string();
     assert_eq!(app.post("", &[], Some(work.as_bytes())).await.status(), 200);
-    let kept: i64 = app
-        .db()
-        .query_row(
+    let kept = app
+        .sql
+        .value(
             "SELECT length(body) FROM deliveries WHERE job_key IS NOT NULL",
-            [],
-            |r| r.get(0),
+            &[],
         )
-        .unwrap();
+        .int();
     assert_eq!(kept, work.len() as i64);
     app.stop().await;
 }

@@ -25,8 +25,7 @@ pub async fn run(
         let session = async {
             // The loop below only ends by returning.
             let (client, mut connection) = config.connect(NoTls).await?;
-            let mut messages =
-                futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
             let sql = format!("LISTEN {JOBS}; LISTEN {EVENTS};");
             let listening = client.batch_execute(&sql);
             // The connection must be polled for the LISTEN to be answered.

@@ -142,7 +142,12 @@ impl PgStore {
                 fail_commits.clone(),
             ));
         }
-        tokio::spawn(listen::run(config, wakers.jobs, wakers.events, stop.clone()));
+        tokio::spawn(listen::run(
+            config,
+            wakers.jobs,
+            wakers.events,
+            stop.clone(),
+        ));
         Ok(PgStore {
             pool,
             description: redacted(url),
@@ -236,7 +241,12 @@ impl PgStore {
         Ok(0)
     }
 
-    pub async fn lease_jobs(&self, now: i64, lease_ms: i64, limit: usize) -> Result<Vec<LeasedJob>, StoreError> {
+    pub async fn lease_jobs(
+        &self,
+        now: i64,
+        lease_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<LeasedJob>, StoreError> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
         let jobs = work::lease(&tx, now, lease_ms, limit).await?;
@@ -283,7 +293,15 @@ impl PgStore {
         if !work::holds_lease(&tx, &job).await? {
             return Ok(Finish::LeaseLost);
         }
-        let emitted = work::apply(&tx, &job.account, Some(job.id), &effects, now, deliver_events).await?;
+        let emitted = work::apply(
+            &tx,
+            &job.account,
+            Some(job.id),
+            &effects,
+            now,
+            deliver_events,
+        )
+        .await?;
         tx.commit().await?;
         Ok(Finish::Recorded(emitted))
     }
@@ -308,7 +326,11 @@ impl PgStore {
             .try_get(0)?)
     }
 
-    pub async fn order_flags(&self, account: String, order: String) -> Result<(bool, bool), StoreError> {
+    pub async fn order_flags(
+        &self,
+        account: String,
+        order: String,
+    ) -> Result<(bool, bool), StoreError> {
         let row = self
             .client()
             .await?
@@ -324,13 +346,21 @@ impl PgStore {
         })
     }
 
-    pub async fn review_state(&self, account: String, job_key: String) -> Result<Option<Review>, StoreError> {
+    pub async fn review_state(
+        &self,
+        account: String,
+        job_key: String,
+    ) -> Result<Option<Review>, StoreError> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
         work::review_state(&tx, &account, &job_key).await
     }
 
-    pub async fn reviews(&self, state: Option<Review>, limit: i64) -> Result<Vec<ReviewView>, StoreError> {
+    pub async fn reviews(
+        &self,
+        state: Option<Review>,
+        limit: i64,
+    ) -> Result<Vec<ReviewView>, StoreError> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
         work::reviews(&tx, state, limit).await
@@ -357,7 +387,12 @@ impl PgStore {
         Ok(answer)
     }
 
-    pub async fn lease_events(&self, now: i64, lease_ms: i64, limit: usize) -> Result<Vec<LeasedEvent>, StoreError> {
+    pub async fn lease_events(
+        &self,
+        now: i64,
+        lease_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<LeasedEvent>, StoreError> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
         let events = work::lease_events(&tx, now, lease_ms, limit).await?;
@@ -399,7 +434,10 @@ impl PgStore {
         Ok(recorded)
     }
 
-    pub async fn list_deliveries(&self, filter: DeliveryFilter) -> Result<Vec<DeliverySummary>, StoreError> {
+    pub async fn list_deliveries(
+        &self,
+        filter: DeliveryFilter,
+    ) -> Result<Vec<DeliverySummary>, StoreError> {
         reads::list_deliveries(&self.client().await?, &filter).await
     }
 
@@ -407,7 +445,11 @@ impl PgStore {
         reads::get_delivery(&self.client().await?, id).await
     }
 
-    pub async fn list_jobs(&self, state: Option<JobState>, limit: usize) -> Result<Vec<JobSummary>, StoreError> {
+    pub async fn list_jobs(
+        &self,
+        state: Option<JobState>,
+        limit: usize,
+    ) -> Result<Vec<JobSummary>, StoreError> {
         reads::list_jobs(&self.client().await?, state, limit).await
     }
 
@@ -415,7 +457,11 @@ impl PgStore {
         reads::get_job(&self.client().await?, id).await
     }
 
-    pub async fn job_by_key(&self, account: String, key: String) -> Result<Option<JobSummary>, StoreError> {
+    pub async fn job_by_key(
+        &self,
+        account: String,
+        key: String,
+    ) -> Result<Option<JobSummary>, StoreError> {
         reads::job_by_key(&self.client().await?, &account, &key).await
     }
 
@@ -433,7 +479,11 @@ impl PgStore {
         Ok(n)
     }
 
-    pub async fn get_order(&self, account: String, order: String) -> Result<Option<OrderView>, StoreError> {
+    pub async fn get_order(
+        &self,
+        account: String,
+        order: String,
+    ) -> Result<Option<OrderView>, StoreError> {
         reads::get_order(&self.client().await?, &account, &order).await
     }
 

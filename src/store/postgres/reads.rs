@@ -40,7 +40,10 @@ fn delivery_summary(r: &Row) -> Result<DeliverySummary, StoreError> {
     })
 }
 
-pub async fn list_deliveries(c: &Client, f: &DeliveryFilter) -> Result<Vec<DeliverySummary>, StoreError> {
+pub async fn list_deliveries(
+    c: &Client,
+    f: &DeliveryFilter,
+) -> Result<Vec<DeliverySummary>, StoreError> {
     let kind = match f.kind.as_deref() {
         None => None,
         Some(k) => match Kind::parse(k) {
@@ -56,7 +59,14 @@ pub async fn list_deliveries(c: &Client, f: &DeliveryFilter) -> Result<Vec<Deliv
                AND ($5::bigint IS NULL OR id < $5)
              ORDER BY id DESC LIMIT $6"
         ),
-        &[&f.account, &kind, &f.topic, &f.since, &f.before, &clamp(f.limit)],
+        &[
+            &f.account,
+            &kind,
+            &f.topic,
+            &f.since,
+            &f.before,
+            &clamp(f.limit),
+        ],
     )
     .await?
     .iter()
@@ -132,7 +142,11 @@ fn job_summary(r: &Row) -> Result<JobSummary, StoreError> {
     })
 }
 
-pub async fn list_jobs(c: &Client, state: Option<JobState>, limit: usize) -> Result<Vec<JobSummary>, StoreError> {
+pub async fn list_jobs(
+    c: &Client,
+    state: Option<JobState>,
+    limit: usize,
+) -> Result<Vec<JobSummary>, StoreError> {
     let order = format!(
         "CASE state WHEN {} THEN 0 WHEN {} THEN 1 WHEN {} THEN 2 ELSE 3 END",
         JobState::Dead as i16,
@@ -152,7 +166,11 @@ pub async fn list_jobs(c: &Client, state: Option<JobState>, limit: usize) -> Res
     .collect()
 }
 
-pub async fn job_by_key(c: &Client, account: &str, key: &str) -> Result<Option<JobSummary>, StoreError> {
+pub async fn job_by_key(
+    c: &Client,
+    account: &str,
+    key: &str,
+) -> Result<Option<JobSummary>, StoreError> {
     c.query_opt(
         &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE account = $1 AND job_key = $2"),
         &[&account, &key],
@@ -285,7 +303,9 @@ pub async fn list_events(
 pub async fn get_event(c: &Client, id: &str) -> Result<Option<EventDetail>, StoreError> {
     let Some(r) = c
         .query_opt(
-            &format!("SELECT {EVENT_COLUMNS}, job_id, next_attempt_at, body FROM events WHERE id = $1"),
+            &format!(
+                "SELECT {EVENT_COLUMNS}, job_id, next_attempt_at, body FROM events WHERE id = $1"
+            ),
             &[&id],
         )
         .await?
@@ -320,7 +340,11 @@ pub async fn redeliver_event(c: &Client, id: &str, now: i64) -> Result<bool, Sto
     Ok(found)
 }
 
-pub async fn get_order(c: &Client, account: &str, order: &str) -> Result<Option<OrderView>, StoreError> {
+pub async fn get_order(
+    c: &Client,
+    account: &str,
+    order: &str,
+) -> Result<Option<OrderView>, StoreError> {
     let subject = format!("merchant_order:{order}");
     let state = c
         .query_opt(

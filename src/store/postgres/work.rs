@@ -16,8 +16,8 @@ use tokio_postgres::types::ToSql;
 use super::listen;
 use crate::clock::rfc3339;
 use crate::domain::{
-    Decision, Effects, EventState, Guard, HeldAlert, JobState, Mark, MerchantOrderId, Review,
-    Slot, Work,
+    Decision, Effects, EventState, Guard, HeldAlert, JobState, Mark, MerchantOrderId, Review, Slot,
+    Work,
 };
 use crate::rules::{self, Finality};
 use crate::store::StoreError;
@@ -316,7 +316,9 @@ pub async fn finish(
             .await?;
     }
     let emitted = match outcome {
-        JobOutcome::Done(effects) => apply(tx, &job.account, Some(job.id), effects, now, deliver).await?,
+        JobOutcome::Done(effects) => {
+            apply(tx, &job.account, Some(job.id), effects, now, deliver).await?
+        }
         _ => Vec::new(),
     };
     Ok(Finish::Recorded(emitted))
@@ -352,7 +354,13 @@ pub async fn apply(
              ON CONFLICT (account, order_id) DO UPDATE SET
                  total_amount = excluded.total_amount, paid_amount = excluded.paid_amount,
                  updated_at = excluded.updated_at",
-            &[&account, &o.order_id.as_str(), &o.total_amount, &o.paid_amount, &now],
+            &[
+                &account,
+                &o.order_id.as_str(),
+                &o.total_amount,
+                &o.paid_amount,
+                &now,
+            ],
         )
         .await?;
     }
@@ -423,7 +431,9 @@ async fn decide(
             .collect::<Result<_, tokio_postgres::Error>>()?;
         let holds = d.guards.iter().all(|g| {
             let (released, blocked) = match g {
-                Guard::OrderReleased(o) | Guard::OrderNotReleased(o) | Guard::OrderNotBlocked(o) => {
+                Guard::OrderReleased(o)
+                | Guard::OrderNotReleased(o)
+                | Guard::OrderNotBlocked(o) => {
                     flags.get(o.as_str()).copied().unwrap_or((false, false))
                 }
             };
@@ -530,7 +540,14 @@ async fn conflict(
         "INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
          VALUES ($1, $2, $3, $4, NULL, $5, $6)
          ON CONFLICT (account, subject, key) DO NOTHING",
-        &[&account, &d.subject, &format!("conflict:{event_type}"), &event_type, &job_id, &now],
+        &[
+            &account,
+            &d.subject,
+            &format!("conflict:{event_type}"),
+            &event_type,
+            &job_id,
+            &now,
+        ],
     )
     .await?;
     Ok(())
@@ -562,7 +579,12 @@ async fn mark(tx: &Transaction<'_>, account: &str, m: &Mark, now: i64) -> Result
     Ok(())
 }
 
-async fn hold(tx: &Transaction<'_>, account: &str, h: &HeldAlert, now: i64) -> Result<(), StoreError> {
+async fn hold(
+    tx: &Transaction<'_>,
+    account: &str,
+    h: &HeldAlert,
+    now: i64,
+) -> Result<(), StoreError> {
     tx.execute(
         "INSERT INTO fraud_reviews (account, job_key, alert, merchant_order, payment, reason, state, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -731,7 +753,15 @@ pub async fn dismiss_review(
         Err(answer) => return Ok((answer, Vec::new())),
     };
     let decision = crate::store::model::dismissal(&review, &alert);
-    let emitted = apply(tx, &review.account, None, &Effects::one(decision), now, deliver).await?;
+    let emitted = apply(
+        tx,
+        &review.account,
+        None,
+        &Effects::one(decision),
+        now,
+        deliver,
+    )
+    .await?;
     if let Some(order) = review
         .merchant_order_id
         .as_deref()
@@ -786,7 +816,13 @@ pub async fn event_delivered(
             "UPDATE events SET state = $3, attempts = attempts + 1, delivered_at = $4,
                  last_error = NULL, lease_until = NULL
              WHERE id = $1 AND attempts = $2 AND state = $5",
-            &[&e.id, &(e.attempts as i32), &EventState::Delivered, &now, &EventState::Pending],
+            &[
+                &e.id,
+                &(e.attempts as i32),
+                &EventState::Delivered,
+                &now,
+                &EventState::Pending,
+            ],
         )
         .await?
         == 1)
@@ -808,7 +844,14 @@ pub async fn event_failed(
             "UPDATE events SET state = $3, attempts = attempts + 1, last_error = $4,
                  next_attempt_at = coalesce($5, next_attempt_at), lease_until = NULL
              WHERE id = $1 AND attempts = $2 AND state = $6",
-            &[&e.id, &(e.attempts as i32), &state, &error, &next, &EventState::Pending],
+            &[
+                &e.id,
+                &(e.attempts as i32),
+                &state,
+                &error,
+                &next,
+                &EventState::Pending,
+            ],
         )
         .await?
         == 1)
