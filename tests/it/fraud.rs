@@ -8,6 +8,24 @@ use pointhook::clock::ManualClock;
 use crate::helpers::*;
 use crate::platform::*;
 
+on_both_backends!(
+    a_pending_payment_is_cancelled_and_the_order_blocked,
+    an_approved_payment_is_refunded_once_with_the_same_key_on_a_retry,
+    a_refused_cancel_is_cancel_failed,
+    a_payment_of_another_order_is_rejected_and_nothing_called,
+    an_unknown_payment_is_rejected,
+    after_release_only_a_person_is_told,
+    an_approval_after_the_block_releases_nothing,
+    two_alerts_for_one_order_undo_both_payments,
+    an_unauthenticated_alert_blocks_but_moves_no_money,
+    an_authenticated_alert_runs_the_saga,
+    a_confirmed_alert_is_refunded,
+    a_dismissed_alert_unblocks_and_the_order_is_released,
+    an_order_stays_blocked_while_any_alert_stands,
+    an_account_without_a_secret_may_ask_to_hold,
+    an_alert_naming_nothing_is_resolved_and_held,
+);
+
 const ORDER: &str = "4945357007";
 const PAYMENT: &str = "23064274473";
 
@@ -28,7 +46,6 @@ async fn alert(app: &TestApp) {
     app.run_jobs().await;
 }
 
-#[tokio::test]
 async fn a_pending_payment_is_cancelled_and_the_order_blocked() {
     let (api, app, _) = setup(TestConfig::default()).await;
     api.payment(PAYMENT, "in_process", "250", Some(ORDER));
@@ -47,7 +64,6 @@ async fn a_pending_payment_is_cancelled_and_the_order_blocked() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn an_approved_payment_is_refunded_once_with_the_same_key_on_a_retry() {
     let (api, app, clock) = setup(TestConfig::default()).await;
     api.payment(PAYMENT, "approved", "250", Some(ORDER));
@@ -78,7 +94,6 @@ async fn an_approved_payment_is_refunded_once_with_the_same_key_on_a_retry() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn a_refused_cancel_is_cancel_failed() {
     let (api, app, _) = setup(TestConfig::default()).await;
     api.payment(PAYMENT, "pending", "250", Some(ORDER));
@@ -98,7 +113,6 @@ async fn a_refused_cancel_is_cancel_failed() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn a_payment_of_another_order_is_rejected_and_nothing_called() {
     let (api, app, _) = setup(TestConfig::default()).await;
     api.payment(PAYMENT, "approved", "250", Some("1111"));
@@ -114,7 +128,6 @@ async fn a_payment_of_another_order_is_rejected_and_nothing_called() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn an_unknown_payment_is_rejected() {
     let (api, app, _) = setup(TestConfig::default()).await;
     alert(&app).await;
@@ -123,7 +136,6 @@ async fn an_unknown_payment_is_rejected() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn after_release_only_a_person_is_told() {
     let (api, app, _) = setup(TestConfig::default()).await;
     api.payment(PAYMENT, "approved", "250", Some(ORDER));
@@ -143,7 +155,6 @@ async fn after_release_only_a_person_is_told() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn an_approval_after_the_block_releases_nothing() {
     let (api, app, _) = setup(TestConfig::default()).await;
     api.payment(PAYMENT, "in_process", "250", Some(ORDER));
@@ -167,7 +178,6 @@ async fn an_approval_after_the_block_releases_nothing() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn two_alerts_for_one_order_undo_both_payments() {
     let (api, app, _) = setup(TestConfig::default()).await;
     api.payment(PAYMENT, "in_process", "250", Some(ORDER));
@@ -227,7 +237,6 @@ async fn held(app: &TestApp) -> Vec<serde_json::Value> {
 
 /// Unauthenticated alerts (IPN form, bad signature, unsigned) to an account
 /// with a secret block the order and move no money.
-#[tokio::test]
 async fn an_unauthenticated_alert_blocks_but_moves_no_money() {
     let (api, app, _) = secured("").await;
     api.payment(PAYMENT, "approved", "250", Some(ORDER));
@@ -259,7 +268,6 @@ async fn an_unauthenticated_alert_blocks_but_moves_no_money() {
 }
 
 /// A webhook whose signature binds its payment may move money.
-#[tokio::test]
 async fn an_authenticated_alert_runs_the_saga() {
     let (api, app, _) = secured("").await;
     api.payment(PAYMENT, "in_process", "250", Some(ORDER));
@@ -272,7 +280,6 @@ async fn an_authenticated_alert_runs_the_saga() {
 }
 
 /// A person confirms a held alert (CLI and admin API): the refund runs.
-#[tokio::test]
 async fn a_confirmed_alert_is_refunded() {
     let (api, app, clock) = secured("").await;
     api.payment(PAYMENT, "approved", "250", Some(ORDER));
@@ -325,7 +332,6 @@ async fn a_confirmed_alert_is_refunded() {
 
 /// A person dismisses a held alert: the order is unblocked, the dismissal
 /// told, and the release rule runs again.
-#[tokio::test]
 async fn a_dismissed_alert_unblocks_and_the_order_is_released() {
     let (api, app, clock) = secured("").await;
     api.payment(PAYMENT, "approved", "250", Some(ORDER));
@@ -365,7 +371,6 @@ async fn a_dismissed_alert_unblocks_and_the_order_is_released() {
 
 /// The same over the admin API; an order held by two alerts stays blocked
 /// until both are dismissed.
-#[tokio::test]
 async fn an_order_stays_blocked_while_any_alert_stands() {
     let (api, app, _) = secured("").await;
     api.payment(PAYMENT, "approved", "150", Some(ORDER));
@@ -396,7 +401,6 @@ async fn an_order_stays_blocked_while_any_alert_stands() {
 
 /// Without a secret the seed's behaviour stays, unless the account asks to
 /// hold.
-#[tokio::test]
 async fn an_account_without_a_secret_may_ask_to_hold() {
     let (api, app, _) = setup(TestConfig {
         accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n\
@@ -417,7 +421,6 @@ async fn an_account_without_a_secret_may_ask_to_hold() {
 
 /// A delivery_cancellation IPN whose body names nothing is kept; its job
 /// learns from the API what its id is, blocks, and waits for a person.
-#[tokio::test]
 async fn an_alert_naming_nothing_is_resolved_and_held() {
     let (api, app, _) = setup(TestConfig::default()).await;
     api.payment("58980959081", "approved", "250", Some(ORDER));

@@ -360,8 +360,8 @@ impl TestApp {
             .unwrap()
     }
 
-    /// `(type, data)` of every event, oldest first.
-    pub fn events(&self) -> Vec<(String, Value)> {
+    /// `(type, body)` of every event as stored, oldest first.
+    fn event_rows(&self) -> Vec<(String, String)> {
         let order = match self.sql {
             TestDb::Sqlite(_) => "rowid",
             TestDb::Postgres(_) => "seq",
@@ -372,11 +372,24 @@ impl TestApp {
                 &[],
             )
             .into_iter()
-            .map(|r| {
-                let body: Value = serde_json::from_str(&r[1].text()).unwrap();
-                (r[0].text(), body["data"].clone())
+            .map(|r| (r[0].text(), r[1].text()))
+            .collect()
+    }
+
+    /// `(type, data)` of every event, oldest first.
+    pub fn events(&self) -> Vec<(String, Value)> {
+        self.event_rows()
+            .into_iter()
+            .map(|(t, body)| {
+                let body: Value = serde_json::from_str(&body).unwrap();
+                (t, body["data"].clone())
             })
             .collect()
+    }
+
+    /// Every event's body, byte for byte, oldest first.
+    pub fn event_bodies(&self) -> Vec<String> {
+        self.event_rows().into_iter().map(|(_, b)| b).collect()
     }
 
     pub fn event_types(&self) -> Vec<String> {

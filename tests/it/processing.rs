@@ -11,6 +11,35 @@ use serde_json::json;
 use crate::helpers::*;
 use crate::platform::*;
 
+on_both_backends!(
+    an_approved_payment_releases_its_order_once,
+    not_paid_then_awaiting_shipment_then_released_never_back,
+    amounts_are_exact_decimals,
+    every_row_of_the_intent_table,
+    confirmation_required_is_confirmed_once_the_payment_is,
+    point_integration_notifications_fetch_the_intent,
+    a_forged_final_state_takes_no_final_slot,
+    a_payment_that_is_not_the_intents_decides_nothing,
+    a_contradicting_final_state_is_recorded_as_a_conflict,
+    chargebacks_are_told_once_per_status_and_flag_released_orders,
+    a_payment_before_its_order_is_readable_is_retried,
+    an_order_behind_its_approved_payment_is_waited_for,
+    payments_without_a_merchant_order_are_told,
+    a_resource_that_never_appears_is_given_up,
+    api_faults_end_in_success,
+    a_job_is_dead_after_max_attempts,
+    a_refused_token_is_permanent_and_named,
+    the_merchant_down_then_up_gets_every_event_with_a_stable_id,
+    events_are_given_up_after_the_horizon,
+    without_a_fulfillment_url_events_are_stored_only,
+    racing_notifications_release_an_order_exactly_once,
+    with_the_worker_off_nothing_is_fetched,
+    shutdown_releases_the_lease_of_a_job_still_running,
+    ids_above_2_pow_53_round_trip_as_strings,
+    a_fetched_resource_with_another_id_fails_the_job,
+    the_outbox_follows_no_redirect,
+);
+
 const ORDER: &str = "4945357007";
 const PAYMENT: &str = "123456789";
 
@@ -38,7 +67,6 @@ fn paid_order(api: &FakeApi, shipment: Option<&str>) {
     );
 }
 
-#[tokio::test]
 async fn an_approved_payment_releases_its_order_once() {
     let merchant = Merchant::start().await;
     let (api, app, clock) = setup(Some(&merchant)).await;
@@ -80,9 +108,17 @@ async fn an_approved_payment_releases_its_order_once() {
     assert_eq!(app.deliver_events().await, 2);
     let received = merchant.received().await;
     assert_eq!(received.len(), 2);
-    let r = &received[1];
-    let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-    assert_eq!(body["type"], "order.released");
+    // Due events are posted side by side: no order between them.
+    let (r, body) = received
+        .iter()
+        .map(|r| {
+            (
+                r,
+                serde_json::from_slice::<serde_json::Value>(&r.body).unwrap(),
+            )
+        })
+        .find(|(_, b)| b["type"] == "order.released")
+        .expect("order.released posted");
     assert_eq!(body["account"], "default");
     assert!(body["id"].as_str().unwrap().starts_with("evt_"));
     assert!(body["created_at"].as_str().unwrap().ends_with('Z'));
@@ -108,7 +144,6 @@ async fn an_approved_payment_releases_its_order_once() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn not_paid_then_awaiting_shipment_then_released_never_back() {
     let (api, app, _) = setup(None).await;
     let notify = || app.post("topic=merchant_order&id=4945357007", &[], None);
@@ -154,18 +189,15 @@ async fn not_paid_then_awaiting_shipment_then_released_never_back() {
         app.event_types(),
         ["order.awaiting_shipment", "order.released"]
     );
-    let (paid, released): (String, Option<i64>) = app
-        .db()
-        .query_row("SELECT paid_amount, released_at FROM orders", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
+    let row = app
+        .sql
+        .rows("SELECT paid_amount, released_at FROM orders", &[]);
+    let (paid, released) = (row[0][0].text(), row[0][1].opt_int());
     assert_eq!(paid, "100.00");
     assert!(released.is_some());
     app.stop().await;
 }
 
-#[tokio::test]
 async fn amounts_are_exact_decimals() {
     let (api, app, _) = setup(None).await;
     api.order(
@@ -197,7 +229,6 @@ fn intent_body(id: &str, state: &str, payment: Option<&str>) -> serde_json::Valu
     body
 }
 
-#[tokio::test]
 async fn every_row_of_the_intent_table() {
     let (api, app, _) = setup(None).await;
     let rows: &[(&str, Option<&str>, Option<&str>)] = &[
@@ -294,7 +325,6 @@ async fn every_row_of_the_intent_table() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn confirmation_required_is_confirmed_once_the_payment_is() {
     let (api, app, clock) = setup(None).await;
     api.intent(
@@ -316,7 +346,6 @@ async fn confirmation_required_is_confirmed_once_the_payment_is() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn point_integration_notifications_fetch_the_intent() {
     let (api, app, clock) = setup(None).await;
     let id = "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1";
@@ -355,7 +384,6 @@ async fn point_integration_notifications_fetch_the_intent() {
 
 /// A forged body claiming a final state takes nothing: the API still says
 /// OPEN. The real outcome is told when the API confirms it.
-#[tokio::test]
 async fn a_forged_final_state_takes_no_final_slot() {
     let (api, app, clock) = setup(None).await;
     let id = "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1";
@@ -385,7 +413,6 @@ async fn a_forged_final_state_takes_no_final_slot() {
 
 /// A payment that is not the intent's (another amount, another reference)
 /// decides nothing; the job is left for a person, named.
-#[tokio::test]
 async fn a_payment_that_is_not_the_intents_decides_nothing() {
     let (api, app, _) = setup(None).await;
     let id = "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1";
@@ -404,7 +431,6 @@ async fn a_payment_that_is_not_the_intents_decides_nothing() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn a_contradicting_final_state_is_recorded_as_a_conflict() {
     let (api, app, _) = setup(None).await;
     let id = "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1";
@@ -424,7 +450,6 @@ async fn a_contradicting_final_state_is_recorded_as_a_conflict() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn chargebacks_are_told_once_per_status_and_flag_released_orders() {
     let (api, app, _) = setup(None).await;
     paid_order(&api, None);
@@ -471,7 +496,6 @@ async fn chargebacks_are_told_once_per_status_and_flag_released_orders() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn a_payment_before_its_order_is_readable_is_retried() {
     let (api, app, clock) = setup(None).await;
     api.payment(PAYMENT, "approved", "350.5", Some(ORDER));
@@ -490,7 +514,6 @@ async fn a_payment_before_its_order_is_readable_is_retried() {
 /// The two are not updated at once: an approved payment whose merchant
 /// order does not list it yet is told, and the order looked at again, not
 /// decided "not paid".
-#[tokio::test]
 async fn an_order_behind_its_approved_payment_is_waited_for() {
     let (api, app, clock) = setup(None).await;
     api.payment(PAYMENT, "approved", "350.5", Some(ORDER));
@@ -510,7 +533,6 @@ async fn an_order_behind_its_approved_payment_is_waited_for() {
 
 /// Payments without a merchant order (Checkout API, Bricks, Point) reach the
 /// merchant; a marketplace order is not looked up as a merchant order.
-#[tokio::test]
 async fn payments_without_a_merchant_order_are_told() {
     let (api, app, _) = setup(None).await;
     api.payment("1", "approved", "10", None);
@@ -541,7 +563,6 @@ async fn payments_without_a_merchant_order_are_told() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn a_resource_that_never_appears_is_given_up() {
     let (_api, app, clock) = setup(None).await;
     app.post("topic=merchant_order&id=404404", &[], None).await;
@@ -559,7 +580,6 @@ async fn a_resource_that_never_appears_is_given_up() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn api_faults_end_in_success() {
     let (api, app, clock) = setup(None).await;
     paid_order(&api, None);
@@ -581,10 +601,7 @@ async fn api_faults_end_in_success() {
     let (_, attempts, error) = app.job("merchant_order:4945357007");
     assert_eq!(attempts, 2);
     assert!(error.unwrap().contains("rate limited"));
-    let run_at: i64 = app
-        .db()
-        .query_row("SELECT run_at - updated_at FROM jobs", [], |r| r.get(0))
-        .unwrap();
+    let run_at = app.count("SELECT run_at - updated_at FROM jobs");
     assert_eq!(run_at, 7000, "Retry-After honoured");
 
     clock.advance(Duration::from_secs(7));
@@ -599,7 +616,6 @@ async fn api_faults_end_in_success() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn a_job_is_dead_after_max_attempts() {
     let (api, app, clock) = setup(None).await;
     api.fail_next("/merchant_orders/1", 100, status(503)).await;
@@ -615,7 +631,6 @@ async fn a_job_is_dead_after_max_attempts() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn a_refused_token_is_permanent_and_named() {
     let (api, app, _) = setup(None).await;
     api.fail_next("/merchant_orders/1", 100, status(401)).await;
@@ -631,7 +646,6 @@ async fn a_refused_token_is_permanent_and_named() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn the_merchant_down_then_up_gets_every_event_with_a_stable_id() {
     let merchant = Merchant::start().await;
     let (api, app, clock) = setup(Some(&merchant)).await;
@@ -651,12 +665,8 @@ async fn the_merchant_down_then_up_gets_every_event_with_a_stable_id() {
         .map(|r| r.headers["webhook-id"].to_str().unwrap())
         .collect();
     assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
-    let (state, attempts): (EventState, i64) = app
-        .db()
-        .query_row("SELECT state, attempts FROM events", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
+    let row = app.sql.rows("SELECT state, attempts FROM events", &[]);
+    let (state, attempts) = (row[0][0].event_state(), row[0][1].int());
     assert_eq!(
         (state, attempts),
         (EventState::Delivered, 3),
@@ -665,7 +675,6 @@ async fn the_merchant_down_then_up_gets_every_event_with_a_stable_id() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn events_are_given_up_after_the_horizon() {
     let merchant = Merchant::start().await;
     let (api, app, clock) = setup(Some(&merchant)).await;
@@ -678,10 +687,7 @@ async fn events_are_given_up_after_the_horizon() {
         app.deliver_events().await;
         clock.advance(Duration::from_secs(30 * 3600));
     }
-    let state: EventState = app
-        .db()
-        .query_row("SELECT state FROM events", [], |r| r.get(0))
-        .unwrap();
+    let state = app.sql.value("SELECT state FROM events", &[]).event_state();
     assert_eq!(
         state,
         EventState::Dead,
@@ -690,23 +696,18 @@ async fn events_are_given_up_after_the_horizon() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn without_a_fulfillment_url_events_are_stored_only() {
     let (api, app, _) = setup(None).await;
     paid_order(&api, None);
     app.post("topic=merchant_order&id=4945357007", &[], None)
         .await;
     app.run_jobs().await;
-    let state: EventState = app
-        .db()
-        .query_row("SELECT state FROM events", [], |r| r.get(0))
-        .unwrap();
+    let state = app.sql.value("SELECT state FROM events", &[]).event_state();
     assert_eq!(state, EventState::Stored);
     assert!(app.outbox.is_none());
     app.stop().await;
 }
 
-#[tokio::test]
 async fn racing_notifications_release_an_order_exactly_once() {
     let api = FakeApi::start().await;
     paid_order(&api, None);
@@ -745,7 +746,6 @@ async fn racing_notifications_release_an_order_exactly_once() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn with_the_worker_off_nothing_is_fetched() {
     let api = FakeApi::start().await;
     paid_order(&api, None);
@@ -758,7 +758,6 @@ async fn with_the_worker_off_nothing_is_fetched() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn shutdown_releases_the_lease_of_a_job_still_running() {
     let api = FakeApi::start().await;
     paid_order(&api, None);
@@ -781,13 +780,10 @@ async fn shutdown_releases_the_lease_of_a_job_still_running() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let dir = app.stop().await;
-    let conn = rusqlite::Connection::open(dir.path().join("pointhook.db")).unwrap();
-    let (state, attempts): (JobState, i64) = conn
-        .query_row("SELECT state, attempts FROM jobs", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
+    let (sql, _database) = (app.sql.clone(), app.database.clone());
+    let _dir = app.stop().await;
+    let row = sql.rows("SELECT state, attempts FROM jobs", &[]);
+    let (state, attempts) = (row[0][0].job_state(), row[0][1].int());
     assert_eq!(
         (state, attempts),
         (JobState::Pending, 0),
@@ -797,7 +793,6 @@ async fn shutdown_releases_the_lease_of_a_job_still_running() {
 
 /// Ids above 2^53 (chargebacks have them) reach the merchant exactly, as
 /// strings; the API writes them as numbers.
-#[tokio::test]
 async fn ids_above_2_pow_53_round_trip_as_strings() {
     let (api, app, _) = setup(None).await;
     let cb: serde_json::Value =
@@ -821,12 +816,7 @@ async fn ids_above_2_pow_53_round_trip_as_strings() {
     assert_eq!(events[0].1["payment_ids"], json!(["9007199254740993"]));
     assert_eq!(events[1].1["payment_id"], "9007199254740993");
     // And in the bytes the merchant receives.
-    let body: String = app
-        .db()
-        .query_row("SELECT body FROM events ORDER BY rowid LIMIT 1", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
+    let body = app.event_bodies().remove(0);
     assert!(
         body.contains(r#""chargeback_id":"233000061680860001""#),
         "{body}"
@@ -835,7 +825,6 @@ async fn ids_above_2_pow_53_round_trip_as_strings() {
 }
 
 /// An answer that is not the resource asked for fails the job, named.
-#[tokio::test]
 async fn a_fetched_resource_with_another_id_fails_the_job() {
     let (api, app, _) = setup(None).await;
     api.set(
@@ -854,7 +843,6 @@ async fn a_fetched_resource_with_another_id_fails_the_job() {
 
 /// A redirect is not a delivery: the event stays pending (and is never
 /// posted wherever the redirect points).
-#[tokio::test]
 async fn the_outbox_follows_no_redirect() {
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -880,12 +868,8 @@ async fn the_outbox_follows_no_redirect() {
         .await;
     app.run_jobs().await;
     assert_eq!(app.deliver_events().await, 1);
-    let (state, error): (pointhook::domain::EventState, Option<String>) = app
-        .db()
-        .query_row("SELECT state, last_error FROM events", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
+    let row = app.sql.rows("SELECT state, last_error FROM events", &[]);
+    let (state, error) = (row[0][0].event_state(), row[0][1].opt_text());
     assert_eq!(state, pointhook::domain::EventState::Pending);
     assert!(error.unwrap().contains("307"));
     let posted: Vec<_> = merchant

@@ -43,8 +43,9 @@ impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> StoreError {
         // A database error has a code; anything else (a connection gone,
         // a timeout) means nothing was committed.
-        if e.as_db_error().is_some() {
-            StoreError::Database(e.to_string())
+        if let Some(db) = e.as_db_error() {
+            // The error's own Display says only "db error".
+            StoreError::Database(format!("{} ({})", db.message(), db.code().code()))
         } else {
             StoreError::Unavailable(e.to_string())
         }

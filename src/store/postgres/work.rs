@@ -252,14 +252,14 @@ pub async fn finish(
             format!(
                 "state = CASE WHEN rerun THEN {PENDING} ELSE {DONE} END,
                  attempts = CASE WHEN rerun THEN 0 ELSE attempts END,
-                 run_at = $5, last_error = $4"
+                 run_at = $6, last_error = $4"
             ),
             None,
             now,
         ),
         JobOutcome::Retry { run_at, error } => (
             format!(
-                "state = {PENDING}, run_at = CASE WHEN rerun THEN $5 ELSE $6 END, last_error = $4"
+                "state = {PENDING}, run_at = CASE WHEN rerun THEN $5::bigint ELSE $6::bigint END, last_error = $4"
             ),
             Some(error.as_str()),
             *run_at,
@@ -269,7 +269,7 @@ pub async fn finish(
             format!(
                 "state = CASE WHEN rerun THEN {PENDING} ELSE {DEAD} END,
                  attempts = CASE WHEN rerun THEN 0 ELSE attempts END,
-                 run_at = $5, last_error = $4"
+                 run_at = $6, last_error = $4"
             ),
             Some(error.as_str()),
             now,
@@ -486,7 +486,8 @@ async fn decide(
                  RETURNING 1
              )
              INSERT INTO events (id, account, type, subject, body, job_id, created_at, state, next_attempt_at)
-             SELECT $5, $1, $4, $2, $8, $6, $7, $9, $7 WHERE EXISTS (SELECT 1 FROM dec)
+             SELECT $5::text, $1::text, $4::text, $2::text, $8::text, $6::bigint, $7::bigint, $9::int2, $7::bigint
+             WHERE EXISTS (SELECT 1 FROM dec)
              RETURNING id",
             &[&account, &d.subject, &key, &event_type, &id, &job_id, &now, &body, &state],
         )
