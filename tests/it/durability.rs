@@ -6,6 +6,8 @@ use std::time::Duration;
 use crate::helpers::*;
 use crate::platform::{FakeApi, Merchant};
 
+on_both_backends!(in_process_shutdown_waits_for_the_request_in_flight,);
+
 fn write_config(dir: &std::path::Path) -> std::path::PathBuf {
     write_config_with(
         dir,
@@ -150,7 +152,6 @@ async fn sigterm_drains_an_in_flight_request_and_exits() {
     assert_eq!(n, 1);
 }
 
-#[tokio::test]
 async fn in_process_shutdown_waits_for_the_request_in_flight() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let app = spawn_app().await;

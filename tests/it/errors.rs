@@ -3,6 +3,11 @@
 use crate::helpers::*;
 use serde_json::json;
 
+on_both_backends!(
+    storage_that_cannot_commit_is_503_never_200,
+    readyz_is_cheap_follows_commits_and_names_no_internals,
+);
+
 async fn refused(res: reqwest::Response, status: u16, code: &str) -> String {
     let content_type = res
         .headers()
@@ -139,7 +144,6 @@ async fn bodies_over_the_limit_are_413() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn storage_that_cannot_commit_is_503_never_200() {
     let app = spawn_app().await;
     assert_eq!(
@@ -180,12 +184,10 @@ async fn storage_that_cannot_commit_is_503_never_200() {
         200
     );
     let ids: Vec<String> = app
-        .db()
-        .prepare("SELECT resource_id FROM deliveries")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
+        .sql
+        .rows("SELECT resource_id FROM deliveries", &[])
+        .iter()
+        .map(|r| r[0].text())
         .collect();
     assert_eq!(ids, ["2"], "the refused delivery was not kept");
     app.stop().await;
@@ -193,16 +195,11 @@ async fn storage_that_cannot_commit_is_503_never_200() {
 
 /// `/readyz` writes at most once a second (not per request), says "not
 /// ready" as soon as a commit fails, and names no internals.
-#[tokio::test]
 async fn readyz_is_cheap_follows_commits_and_names_no_internals() {
     let app = spawn_app().await;
     let ready = || async { answer(app.client.get(app.url("/readyz")).send().await.unwrap()).await };
     assert_eq!(ready().await.0, 200);
-    let checked = || -> i64 {
-        app.db()
-            .query_row("SELECT checked_at FROM health", [], |r| r.get(0))
-            .unwrap()
-    };
+    let checked = || app.count("SELECT checked_at FROM health");
     let first = checked();
     for _ in 0..20 {
         assert_eq!(ready().await.0, 200);

@@ -9,6 +9,17 @@ use serde_json::Value;
 use crate::helpers::*;
 use crate::platform::*;
 
+on_both_backends!(
+    the_admin_api_needs_its_token,
+    deliveries_list_filter_page_and_show,
+    jobs_dead_first_show_and_retry_until_it_succeeds,
+    an_order_shows_its_state_and_history,
+    events_list_show_and_redeliver_with_the_same_id,
+    the_cli_reads_and_replays_a_live_servers_database,
+    metrics_parse_and_move_with_traffic,
+    the_status_page_shows_health_and_retries_a_dead_job,
+);
+
 const TOKEN: &str = "admin-secret";
 
 struct Scene {
@@ -63,7 +74,6 @@ impl Scene {
     }
 }
 
-#[tokio::test]
 async fn the_admin_api_needs_its_token() {
     let s = scene().await;
     let url = format!("http://{}/api/jobs", s.app.admin_addr.unwrap());
@@ -178,7 +188,6 @@ async fn the_admin_api_is_off_without_an_admin_section() {
     app.stop().await;
 }
 
-#[tokio::test]
 async fn deliveries_list_filter_page_and_show() {
     let s = scene().await;
     let (status, all) = s.admin("GET", "/api/deliveries").await;
@@ -225,7 +234,6 @@ async fn deliveries_list_filter_page_and_show() {
     s.app.stop().await;
 }
 
-#[tokio::test]
 async fn jobs_dead_first_show_and_retry_until_it_succeeds() {
     let s = scene().await;
     let (_, jobs) = s.admin("GET", "/api/jobs").await;
@@ -261,7 +269,6 @@ async fn jobs_dead_first_show_and_retry_until_it_succeeds() {
     s.app.stop().await;
 }
 
-#[tokio::test]
 async fn an_order_shows_its_state_and_history() {
     let s = scene().await;
     let (status, o) = s.admin("GET", "/api/orders/4945357007").await;
@@ -287,7 +294,6 @@ async fn an_order_shows_its_state_and_history() {
     s.app.stop().await;
 }
 
-#[tokio::test]
 async fn events_list_show_and_redeliver_with_the_same_id() {
     let s = scene().await;
     let (_, events) = s.admin("GET", "/api/events?type=order.released").await;
@@ -320,7 +326,6 @@ async fn events_list_show_and_redeliver_with_the_same_id() {
     s.app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_reads_and_replays_a_live_servers_database() {
     let s = scene().await;
     // Keep the server writing while the CLI reads.
@@ -423,7 +428,6 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
-#[tokio::test]
 async fn metrics_parse_and_move_with_traffic() {
     let s = scene().await;
     let scrape = || async {
@@ -492,7 +496,6 @@ async fn metrics_parse_and_move_with_traffic() {
     s.app.stop().await;
 }
 
-#[tokio::test]
 async fn the_status_page_shows_health_and_retries_a_dead_job() {
     let s = scene().await;
     let base = format!("http://{}", s.app.admin_addr.unwrap());
@@ -539,15 +542,10 @@ async fn the_status_page_shows_health_and_retries_a_dead_job() {
     ] {
         assert!(html.contains(text), "{text} on the page");
     }
-    let dead = s
-        .app
-        .db()
-        .query_row(
-            "SELECT id FROM jobs WHERE state = ?1",
-            [JobState::Dead],
-            |r| r.get::<_, i64>(0),
-        )
-        .unwrap();
+    let dead = s.app.count(&format!(
+        "SELECT id FROM jobs WHERE state = {}",
+        JobState::Dead as i64
+    ));
     assert!(html.contains(&format!("action=\"/jobs/{dead}/retry\"")));
     let csrf = html
         .split("name=\"csrf\" value=\"")

@@ -13,6 +13,16 @@ use serde_json::json;
 use crate::helpers::*;
 use crate::platform::*;
 
+on_both_backends!(
+    a_huge_retry_after_waits_at_most_the_longest_backoff,
+    any_stored_time_can_be_shown,
+    a_panicking_job_is_retried_with_its_message,
+    overflowing_amounts_are_a_named_permanent_error,
+    a_run_that_lost_its_lease_records_nothing,
+    a_run_stops_when_its_renewal_finds_the_lease_lost,
+    a_rerun_asked_for_during_a_dead_run_is_kept,
+);
+
 async fn setup() -> (FakeApi, TestApp, Arc<ManualClock>) {
     let api = FakeApi::start().await;
     let clock = Arc::new(ManualClock::new(SystemTime::now()));
@@ -26,7 +36,6 @@ async fn setup() -> (FakeApi, TestApp, Arc<ManualClock>) {
 
 /// A `Retry-After` of years (or u64::MAX) waits the longest backoff, never
 /// longer, and never wraps to "now".
-#[tokio::test]
 async fn a_huge_retry_after_waits_at_most_the_longest_backoff() {
     let (api, app, _) = setup().await;
     for secs in [u64::MAX, 10_000_000_000, 400] {
@@ -37,30 +46,25 @@ async fn a_huge_retry_after_waits_at_most_the_longest_backoff() {
             app.worker.run_one().await.unwrap(),
             pointhook::worker::Outcome::Done
         );
-        let wait: i64 = app
-            .db()
-            .query_row("SELECT run_at - updated_at FROM jobs", [], |r| r.get(0))
-            .unwrap();
+        let wait = app.count("SELECT run_at - updated_at FROM jobs");
         assert_eq!(wait, 300_000, "Retry-After {secs}");
-        app.db()
-            .execute("UPDATE jobs SET state = ?1", [JobState::Done])
-            .unwrap();
+        app.sql.execute(
+            &format!("UPDATE jobs SET state = {}", JobState::Done as i64),
+            &[],
+        );
     }
     app.stop().await;
 }
 
 /// Times past year 9999 (a stored number, whatever put it there) show as
 /// the last moment of 9999: the API answers, the CLI lists.
-#[tokio::test]
 async fn any_stored_time_can_be_shown() {
     let (_api, app, _) = setup().await;
     app.post("topic=merchant_order&id=1", &[], None).await;
-    app.db()
-        .execute(
-            "UPDATE jobs SET run_at = ?1, updated_at = ?1, created_at = -5",
-            [i64::MAX],
-        )
-        .unwrap();
+    app.sql.execute(
+        "UPDATE jobs SET run_at = $1, updated_at = $1, created_at = -5",
+        &[SqlValue::Int(i64::MAX)],
+    );
     let (status, jobs) = app.admin("GET", "/api/jobs", "t").await;
     assert_eq!(status, 200, "{jobs}");
     assert_eq!(jobs[0]["next_run"], "9999-12-31T23:59:59.999Z");
@@ -84,7 +88,6 @@ async fn any_stored_time_can_be_shown() {
 
 /// A handler that panics leaves its job pending with the message, not
 /// running for ever; the next run goes on.
-#[tokio::test]
 async fn a_panicking_job_is_retried_with_its_message() {
     let (api, app, clock) = setup().await;
     api.order("1", "10", &[("5", "10", "approved")], None);
@@ -102,7 +105,6 @@ async fn a_panicking_job_is_retried_with_its_message() {
 }
 
 /// Amounts too large to add are a named, permanent error, not a panic.
-#[tokio::test]
 async fn overflowing_amounts_are_a_named_permanent_error() {
     let (api, app, _) = setup().await;
     let huge = "79228162514264337593543950335";
@@ -134,7 +136,6 @@ fn a_decision(key: &str) -> Effects {
 
 /// A run whose lease expired and was taken over can renew nothing and
 /// record nothing: the run that took over decides.
-#[tokio::test]
 async fn a_run_that_lost_its_lease_records_nothing() {
     let app = spawn_app().await;
     app.post("topic=merchant_order&id=1", &[], None).await;
@@ -212,7 +213,6 @@ async fn a_run_that_lost_its_lease_records_nothing() {
 
 /// A run whose renewal finds the lease gone stops where it is: what it
 /// would have decided is never recorded.
-#[tokio::test]
 async fn a_run_stops_when_its_renewal_finds_the_lease_lost() {
     let api = FakeApi::start().await;
     api.order("1", "10", &[("5", "10", "approved")], None);
@@ -228,12 +228,10 @@ async fn a_run_stops_when_its_renewal_finds_the_lease_lost() {
     wait_until(|| app.job("merchant_order:1").0 == JobState::Running).await;
     // Another owner takes it over (as after an expired lease elsewhere),
     // and holds it for a while.
-    app.db()
-        .execute(
-            "UPDATE jobs SET attempts = attempts + 10, lease_until = ?1",
-            [pointhook::store::unix_ms_now() + 3_600_000],
-        )
-        .unwrap();
+    app.sql.execute(
+        "UPDATE jobs SET attempts = attempts + 10, lease_until = $1",
+        &[SqlValue::Int(pointhook::store::unix_ms_now() + 3_600_000)],
+    );
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(
         app.events().is_empty(),
@@ -261,7 +259,6 @@ async fn wait_until(mut ok: impl FnMut() -> bool) {
 
 /// A notification that arrives while a run ends dead is not dropped: the
 /// job starts over, and this time decides.
-#[tokio::test]
 async fn a_rerun_asked_for_during_a_dead_run_is_kept() {
     let api = FakeApi::start().await;
     api.order("1", "10", &[("5", "10", "approved")], None);

@@ -4,6 +4,15 @@ use crate::helpers::*;
 use pointhook::domain::SignatureStatus;
 use serde_json::{Value, json};
 
+on_both_backends!(
+    the_signed_fixture_is_accepted_and_a_missing_signature_is_401,
+    ipn_is_not_signature_checked,
+    a_fraud_alert_with_a_bad_signature_is_kept_unverified,
+    a_signature_over_another_id_authenticates_no_alert,
+    secrets_tolerance_and_unsigned_forms_per_account,
+    intent_bodies_are_kept_whatever_their_signature,
+);
+
 fn vectors(file: &str) -> Value {
     let path = format!("{}/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
@@ -101,7 +110,6 @@ async fn the_official_validators_vectors_over_http() {
     .await;
 }
 
-#[tokio::test]
 async fn the_signed_fixture_is_accepted_and_a_missing_signature_is_401() {
     let app = spawn_app_with(TestConfig::with_secret().at_unix(1763632800)).await;
     let (status, body) = answer(app.post_fixture(&fixture("webhook-payment.json")).await).await;
@@ -111,15 +119,14 @@ async fn the_signed_fixture_is_accepted_and_a_missing_signature_is_401() {
     assert_eq!(status, 401);
     assert_eq!(body["error"], "bad_signature");
     assert!(body["message"].as_str().unwrap().contains("missing"));
-    let signature: SignatureStatus = app
-        .db()
-        .query_row("SELECT signature FROM deliveries", [], |r| r.get(0))
-        .unwrap();
+    let signature = app
+        .sql
+        .value("SELECT signature FROM deliveries", &[])
+        .signature();
     assert_eq!(signature, SignatureStatus::Valid);
     app.stop().await;
 }
 
-#[tokio::test]
 async fn ipn_is_not_signature_checked() {
     let app = spawn_app_with(TestConfig::with_secret()).await;
     for name in [
@@ -136,24 +143,20 @@ async fn ipn_is_not_signature_checked() {
 
 /// `(signature of each delivery, authenticated in the job's work)`.
 fn alert_state(app: &TestApp) -> (Vec<SignatureStatus>, bool, i64) {
-    let db = app.db();
-    let statuses = db
-        .prepare("SELECT signature FROM deliveries ORDER BY id")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
+    let statuses = app
+        .sql
+        .rows("SELECT signature FROM deliveries ORDER BY id", &[])
+        .iter()
+        .map(|r| r[0].signature())
         .collect();
-    let (work, input): (String, i64) = db
-        .query_row("SELECT work, input_delivery_id FROM jobs", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
+    let row = app
+        .sql
+        .rows("SELECT work, input_delivery_id FROM jobs", &[]);
+    let (work, input) = (row[0][0].text(), row[0][1].int());
     let work: Value = serde_json::from_str(&work).unwrap();
     (statuses, work["authenticated"].as_bool().unwrap(), input)
 }
 
-#[tokio::test]
 async fn a_fraud_alert_with_a_bad_signature_is_kept_unverified() {
     let app = spawn_app_with(TestConfig::with_secret()).await;
     let f = fixture("webhook-fraud-alert.json");
@@ -201,7 +204,6 @@ async fn a_fraud_alert_with_a_bad_signature_is_kept_unverified() {
 /// A signature binds `data.id` and nothing else: over an id that is not the
 /// alert's payment (or order), it authenticates nothing; with no `data.id`
 /// in the query, it binds nothing at all.
-#[tokio::test]
 async fn a_signature_over_another_id_authenticates_no_alert() {
     let app = spawn_app_with(TestConfig::with_secret()).await;
     let body =
@@ -235,7 +237,6 @@ async fn a_signature_over_another_id_authenticates_no_alert() {
 
 /// Several secrets (rotation), no timestamp check by default, unsigned
 /// webhooks accepted where the account says so.
-#[tokio::test]
 async fn secrets_tolerance_and_unsigned_forms_per_account() {
     let app = spawn_app_with(TestConfig {
         accounts: format!(
@@ -296,20 +297,15 @@ async fn secrets_tolerance_and_unsigned_forms_per_account() {
         .status(),
         401
     );
-    let last: SignatureStatus = app
-        .db()
-        .query_row(
-            "SELECT signature FROM deliveries WHERE account = 'qr'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let last = app
+        .sql
+        .value("SELECT signature FROM deliveries WHERE account = 'qr'", &[])
+        .signature();
     assert_eq!(last, SignatureStatus::Unsigned);
     app.stop().await;
 }
 
 /// A payment-intent body is only a pointer: kept whatever its signature.
-#[tokio::test]
 async fn intent_bodies_are_kept_whatever_their_signature() {
     let app = spawn_app_with(TestConfig::with_secret()).await;
     for sig in [None, Some("ts=1,v1=00")] {
