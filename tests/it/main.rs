@@ -20,4 +20,5 @@ mod protections;
 mod robustness;
 mod sandbox;
 mod signatures;
+mod store;
 mod tools;

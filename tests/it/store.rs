@@ -1,0 +1,403 @@
+//! The store's contract, through `Store` itself, once per backend: what the
+//! worker, the outbox and the receiver rely on whichever database is behind
+//! it. On PostgreSQL the "two stores" are two pools on one database, as two
+//! instances would be; SQLite has one owner, so there they are one store
+//! used from two tasks.
+
+use std::collections::HashSet;
+
+use pointhook::domain::{
+    Decision, Effects, EventType, Guard, Kind, Mark, MerchantOrderId, OrderSeen, SignatureStatus,
+    Slot, Work,
+};
+use pointhook::store::{
+    Finish, JobOutcome, Location, NewDelivery, NewJob, Store, fingerprint, unix_ms_now,
+};
+use serde_json::json;
+
+use crate::backends::Backend;
+
+on_both_backends!(
+    a_delivery_and_its_job_commit_together_and_coalesce,
+    two_stores_never_lease_one_job,
+    a_run_whose_lease_moved_on_records_nothing,
+    one_decision_per_key_however_many_runs_race,
+    an_order_is_released_once_by_racing_decisions,
+    two_stores_never_lease_one_event,
+);
+
+struct Opened {
+    store: Store,
+    location: Location,
+    _dir: tempfile::TempDir,
+    _database: Backend,
+}
+
+async fn open() -> Opened {
+    let dir = tempfile::tempdir().unwrap();
+    let database = crate::backends::current();
+    let location = match &database {
+        Backend::Sqlite => Location::Sqlite(dir.path().join("store.db")),
+        Backend::Postgres(pg) => Location::Postgres(pg.url.clone()),
+    };
+    let store = Store::open(&location).await.expect("store opens");
+    Opened {
+        store,
+        location,
+        _dir: dir,
+        _database: database,
+    }
+}
+
+impl Opened {
+    /// Another store on the same data: a second instance on PostgreSQL,
+    /// the same owner on SQLite.
+    async fn second(&self) -> Store {
+        match &self.location {
+            Location::Sqlite(_) => self.store.clone(),
+            Location::Postgres(_) => Store::open(&self.location).await.unwrap(),
+        }
+    }
+}
+
+fn order_work(order: &str) -> Work {
+    Work::MerchantOrder {
+        id: MerchantOrderId::parse(order).unwrap(),
+    }
+}
+
+fn delivery(work: &Work, body: &str) -> NewDelivery {
+    let resource = work.resource_id();
+    NewDelivery {
+        received_at: unix_ms_now(),
+        account: "default".into(),
+        kind: Kind::Ipn,
+        topic: "merchant_order".into(),
+        resource_id: resource.clone(),
+        notification_id: None,
+        source_news: None,
+        query: format!("topic=merchant_order&id={resource}"),
+        headers: "{}".into(),
+        body: bytes::Bytes::copy_from_slice(body.as_bytes()),
+        body_size: None,
+        remote_addr: "127.0.0.1:1".into(),
+        fingerprint: fingerprint(
+            "default",
+            Kind::Ipn,
+            "merchant_order",
+            &resource,
+            body.as_bytes(),
+        ),
+        signature: SignatureStatus::NotChecked,
+        job: Some(NewJob::for_work(work)),
+    }
+}
+
+/// A release of `order` under `key`, guarded as the rules guard it.
+fn release(order: &str, key: &str) -> Effects {
+    let id = MerchantOrderId::parse(order).unwrap();
+    Effects {
+        decisions: vec![Decision {
+            subject: format!("merchant_order:{order}"),
+            key: key.into(),
+            event: EventType::OrderReleased,
+            data: json!({"merchant_order_id": order, "key": key}),
+            guards: vec![
+                Guard::OrderNotReleased(id.clone()),
+                Guard::OrderNotBlocked(id.clone()),
+            ],
+            marks: vec![Mark::OrderReleased(id.clone())],
+            slot: Slot::Once,
+        }],
+        orders: vec![OrderSeen {
+            order_id: id,
+            total_amount: "10.00".into(),
+            paid_amount: "10.00".into(),
+        }],
+    }
+}
+
+async fn a_delivery_and_its_job_commit_together_and_coalesce() {
+    let s = open().await;
+    let work = order_work("1");
+    let first = s.store.ingest(delivery(&work, "a")).await.unwrap();
+    let again = s.store.ingest(delivery(&work, "a")).await.unwrap();
+    let other = s.store.ingest(delivery(&work, "b")).await.unwrap();
+    assert!(!first.duplicate);
+    assert!(again.duplicate, "the same bytes again are a duplicate");
+    assert!(!other.duplicate);
+    assert!(first.job_id.is_some());
+    assert_eq!(first.job_id, again.job_id, "one job per key");
+    assert_eq!(first.job_id, other.job_id);
+    let jobs = s.store.lease_jobs(unix_ms_now(), 60_000, 10).await.unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].work.as_ref().unwrap(), &work);
+    assert_eq!(jobs[0].attempt, 1);
+}
+
+async fn two_stores_never_lease_one_job() {
+    let s = open().await;
+    const JOBS: usize = 200;
+    for i in 0..JOBS {
+        let work = order_work(&(1000 + i).to_string());
+        s.store.ingest(delivery(&work, "x")).await.unwrap();
+    }
+    let stores = [s.store.clone(), s.second().await];
+    let mut tasks = Vec::new();
+    for store in stores.into_iter().cycle().take(4) {
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let leased = store.lease_jobs(unix_ms_now(), 60_000, 7).await.unwrap();
+                if leased.is_empty() {
+                    return mine;
+                }
+                mine.extend(leased.into_iter().map(|j| j.id));
+            }
+        }));
+    }
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    for t in tasks {
+        for id in t.await.unwrap() {
+            total += 1;
+            assert!(seen.insert(id), "job {id} leased twice");
+        }
+    }
+    assert_eq!(total, JOBS, "every job leased once");
+}
+
+async fn a_run_whose_lease_moved_on_records_nothing() {
+    let s = open().await;
+    s.store
+        .ingest(delivery(&order_work("7"), "x"))
+        .await
+        .unwrap();
+    let now = unix_ms_now();
+    let stale = s.store.lease_jobs(now, 1, 1).await.unwrap().remove(0);
+    // The lease ran out; another run takes the job.
+    let fresh = s
+        .store
+        .lease_jobs(now + 10, 60_000, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!((stale.id, stale.attempt, fresh.attempt), (fresh.id, 1, 2));
+    assert!(
+        !s.store
+            .renew_lease(stale.clone(), now + 60_000)
+            .await
+            .unwrap()
+    );
+    let lost = s
+        .store
+        .finish_job(
+            stale,
+            JobOutcome::Done(release("7", "released")),
+            Vec::new(),
+            now + 20,
+            true,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(lost, Finish::LeaseLost), "{lost:?}");
+    assert!(
+        s.store
+            .list_events(None, None, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "the stale run decided nothing"
+    );
+    assert!(
+        s.store
+            .renew_lease(fresh.clone(), now + 60_000)
+            .await
+            .unwrap()
+    );
+    let done = s
+        .store
+        .finish_job(
+            fresh,
+            JobOutcome::Done(release("7", "released")),
+            Vec::new(),
+            now + 30,
+            true,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&done, Finish::Recorded(ids) if ids.len() == 1),
+        "{done:?}"
+    );
+}
+
+/// Many runs (of different jobs) take the same decision at once: one event.
+async fn one_decision_per_key_however_many_runs_race() {
+    let s = open().await;
+    let second = s.second().await;
+    let mut leased = Vec::new();
+    for i in 0..8 {
+        s.store
+            .ingest(delivery(&order_work(&(50 + i).to_string()), "x"))
+            .await
+            .unwrap();
+    }
+    leased.extend(s.store.lease_jobs(unix_ms_now(), 60_000, 8).await.unwrap());
+    assert_eq!(leased.len(), 8);
+    let mut tasks = Vec::new();
+    for (i, job) in leased.into_iter().enumerate() {
+        let store = if i % 2 == 0 {
+            s.store.clone()
+        } else {
+            second.clone()
+        };
+        tasks.push(tokio::spawn(async move {
+            store
+                .finish_job(
+                    job,
+                    JobOutcome::Done(release("9", "released")),
+                    Vec::new(),
+                    unix_ms_now(),
+                    true,
+                )
+                .await
+                .unwrap()
+        }));
+    }
+    let mut emitted = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Finish::Recorded(ids) => emitted += ids.len(),
+            Finish::LeaseLost => panic!("every run held its lease"),
+        }
+    }
+    assert_eq!(emitted, 1);
+    assert_eq!(s.store.list_events(None, None, 10).await.unwrap().len(), 1);
+}
+
+/// Different keys guarded by "not released yet" on one order, decided at
+/// once from two stores: the guard is checked where it is taken, so one
+/// release only.
+async fn an_order_is_released_once_by_racing_decisions() {
+    let s = open().await;
+    let second = s.second().await;
+    // The order is known first; the racing runs then only decide (an
+    // amounts update of their own would lock the order row anyway).
+    s.store
+        .ingest(delivery(&order_work("99"), "x"))
+        .await
+        .unwrap();
+    let seen = s.store.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap();
+    let mut known = release("99", "none");
+    known.decisions.clear();
+    s.store
+        .finish_job(
+            seen[0].clone(),
+            JobOutcome::Done(known),
+            Vec::new(),
+            unix_ms_now(),
+            true,
+        )
+        .await
+        .unwrap();
+    for i in 0..8 {
+        s.store
+            .ingest(delivery(&order_work(&(70 + i).to_string()), "x"))
+            .await
+            .unwrap();
+    }
+    let leased = s.store.lease_jobs(unix_ms_now(), 60_000, 8).await.unwrap();
+    let mut tasks = Vec::new();
+    for (i, job) in leased.into_iter().enumerate() {
+        let store = if i % 2 == 0 {
+            s.store.clone()
+        } else {
+            second.clone()
+        };
+        tasks.push(tokio::spawn(async move {
+            match store
+                .finish_job(
+                    job,
+                    JobOutcome::Done(Effects {
+                        orders: Vec::new(),
+                        ..release("99", &format!("released-by-{i}"))
+                    }),
+                    Vec::new(),
+                    unix_ms_now(),
+                    true,
+                )
+                .await
+                .unwrap()
+            {
+                Finish::Recorded(ids) => ids.len(),
+                Finish::LeaseLost => panic!("every run held its lease"),
+            }
+        }));
+    }
+    let mut emitted = 0;
+    for t in tasks {
+        emitted += t.await.unwrap();
+    }
+    assert_eq!(emitted, 1, "released once");
+    let (released, blocked) = s
+        .store
+        .order_flags("default".into(), "99".into())
+        .await
+        .unwrap();
+    assert!(released && !blocked);
+}
+
+async fn two_stores_never_lease_one_event() {
+    let s = open().await;
+    const EVENTS: usize = 60;
+    for i in 0..EVENTS {
+        let order = (200 + i).to_string();
+        s.store
+            .ingest(delivery(&order_work(&order), "x"))
+            .await
+            .unwrap();
+        let job = s
+            .store
+            .lease_jobs(unix_ms_now(), 60_000, 1)
+            .await
+            .unwrap()
+            .remove(0);
+        let done = s
+            .store
+            .finish_job(
+                job,
+                JobOutcome::Done(release(&order, "released")),
+                Vec::new(),
+                unix_ms_now(),
+                true,
+            )
+            .await
+            .unwrap();
+        assert!(matches!(&done, Finish::Recorded(ids) if ids.len() == 1));
+    }
+    let stores = [s.store.clone(), s.second().await];
+    let mut tasks = Vec::new();
+    for store in stores.into_iter().cycle().take(4) {
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let leased = store.lease_events(unix_ms_now(), 60_000, 5).await.unwrap();
+                if leased.is_empty() {
+                    return mine;
+                }
+                for e in leased {
+                    mine.push(e.id.clone());
+                    assert!(store.event_delivered(e, unix_ms_now()).await.unwrap());
+                }
+            }
+        }));
+    }
+    let mut seen = HashSet::new();
+    for t in tasks {
+        for id in t.await.unwrap() {
+            assert!(seen.insert(id.clone()), "event {id} leased twice");
+        }
+    }
+    assert_eq!(seen.len(), EVENTS, "every event posted once");
+}
