@@ -129,6 +129,22 @@ impl TestDatabase {
     }
 }
 
+impl TestDatabase {
+    /// An outage: the database stops taking connections and every open one
+    /// is cut (`false`), or it takes them again (`true`).
+    pub fn allow_connections(&self, allow: bool) {
+        let mut sql = format!("ALTER DATABASE {} ALLOW_CONNECTIONS {allow};", self.name);
+        if !allow {
+            sql += &format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}';",
+                self.name
+            );
+        }
+        run(&self.server, |c| async move { c.batch_execute(&sql).await })
+            .expect("alter the test database");
+    }
+}
+
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);

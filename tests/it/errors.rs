@@ -1,5 +1,7 @@
 //! Every refusal has its status and a JSON body naming the problem.
 
+use std::time::Duration;
+
 use crate::helpers::*;
 use serde_json::json;
 
@@ -221,4 +223,112 @@ async fn readyz_is_cheap_follows_commits_and_names_no_internals() {
     );
     assert_eq!(ready().await.0, 200);
     app.stop().await;
+}
+
+/// PostgreSQL stops taking connections mid-load (every open one cut): each
+/// request meanwhile is a 503, never a 200 left unstored, and `/readyz`
+/// says so; when the database is back the service recovers by itself,
+/// and everything acknowledged is there with its job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_outage_is_503_then_recovery_losing_nothing() {
+    let Some(backend) = Backend::postgres() else {
+        return;
+    };
+    let Backend::Postgres(pg) = backend.clone() else {
+        unreachable!()
+    };
+    let app = std::sync::Arc::new(
+        spawn_app_with(TestConfig {
+            backend,
+            ..Default::default()
+        })
+        .await,
+    );
+    let answers = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(u32, u16)>::new()));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut load = Vec::new();
+    for lane in 0..4u32 {
+        let (app, answers, stop) = (app.clone(), answers.clone(), stop.clone());
+        load.push(tokio::spawn(async move {
+            let mut n = lane;
+            while !stop.is_cancelled() {
+                let res = app
+                    .post(&format!("topic=payment&id={}", 1000 + n), &[], None)
+                    .await;
+                answers
+                    .lock()
+                    .unwrap()
+                    .push((1000 + n, res.status().as_u16()));
+                n += 4;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }));
+    }
+    let count = |status: u16| {
+        answers
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| a.1 == status)
+            .count()
+    };
+    let ready = || async {
+        app.client
+            .get(app.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+
+    wait_for("100 acknowledged", || count(200) >= 100).await;
+    pg.allow_connections(false);
+    wait_for("refusals during the outage", || count(503) >= 20).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await; // past the readiness cache
+    assert_eq!(ready().await, 503, "/readyz follows the outage");
+    let acked_before = count(200);
+    pg.allow_connections(true);
+    wait_for("acknowledgements after the outage", || {
+        count(200) >= acked_before + 100
+    })
+    .await;
+    stop.cancel();
+    for l in load {
+        l.await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(ready().await, 200, "ready again by itself");
+
+    let answers = answers.lock().unwrap().clone();
+    let odd: Vec<_> = answers
+        .iter()
+        .filter(|a| a.1 != 200 && a.1 != 503)
+        .collect();
+    assert!(odd.is_empty(), "only 200 or 503: {odd:?}");
+    let stored: std::collections::HashSet<String> = app
+        .sql
+        .rows(
+            "SELECT d.resource_id FROM deliveries d JOIN jobs j ON j.job_key = d.job_key",
+            &[],
+        )
+        .into_iter()
+        .map(|r| r[0].text())
+        .collect();
+    for (id, status) in &answers {
+        if *status == 200 {
+            assert!(stored.contains(&id.to_string()), "acknowledged {id} lost");
+        }
+    }
+    // The worker's side of the pool works again too.
+    assert!(app.run_jobs().await >= stored.len());
+    assert_eq!(app.count("SELECT count(*) FROM jobs WHERE attempts = 0"), 0);
+    std::sync::Arc::into_inner(app).unwrap().stop().await;
+}
+
+async fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
