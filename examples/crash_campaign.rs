@@ -1,9 +1,14 @@
 //! The crash campaign, large: `cargo run --release --example crash_campaign
-//! -- [--kills 50] [--orders 200] [--seed N]`. The real binary (built beside
+//! -- [--kills 50] [--orders 200] [--seed N] [--instances 3 --postgres URL]`
+//! (the URL names an empty database the campaign may fill). The real binary (built beside
 //! this example: `cargo build --release` first) under notifications from the
 //! sandbox, killed with SIGKILL at random moments and restarted; then every
 //! invariant is checked (see tests/it/campaign.rs).
 
+#[path = "../tests/it/backends.rs"]
+#[macro_use]
+#[allow(dead_code, unused_macros)]
+mod backends;
 #[path = "../tests/it/campaign.rs"]
 mod campaign;
 
@@ -24,9 +29,15 @@ async fn main() {
         api_delay: Duration::from_millis(60),
         kill_every_ms: (150, 600),
         seed: 1,
+        instances: 1,
+        postgres: None,
     };
     while let Some(flag) = args.next() {
         let value = args.next().unwrap_or_default();
+        if flag == "--postgres" {
+            settings.postgres = Some(value);
+            continue;
+        }
         let n: u64 = value
             .parse()
             .unwrap_or_else(|_| panic!("{flag} takes a number"));
@@ -34,6 +45,7 @@ async fn main() {
             "--kills" => settings.kills = n as usize,
             "--orders" => settings.orders = n as usize,
             "--seed" => settings.seed = n,
+            "--instances" => settings.instances = n as usize,
             other => panic!("unknown flag {other}"),
         }
     }

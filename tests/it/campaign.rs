@@ -1,8 +1,10 @@
 //! The crash campaign: the real binary under concurrent notifications
 //! from the platform (the sandbox as API, answering slowly so the worker is
 //! mid-job), killed with SIGKILL at random moments and restarted, then
-//! checked against every invariant. Self-contained: the integration test
-//! runs it small, `examples/crash_campaign.rs` runs it large.
+//! checked against every invariant. One instance on SQLite, or several on
+//! one PostgreSQL database (sent to in turn, one of them ingest-only, a
+//! random one killed each time). Self-contained: the integration tests run
+//! it small, `examples/crash_campaign.rs` runs it large.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
@@ -18,6 +20,8 @@ use pointhook::sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wiremock::matchers::method;
+
+use crate::backends::{SqlValue, TestDb};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 pub struct Settings {
@@ -31,6 +35,10 @@ pub struct Settings {
     /// Kills land between these many milliseconds apart.
     pub kill_every_ms: (u64, u64),
     pub seed: u64,
+    /// Instances serving at once; more than one needs `postgres`.
+    pub instances: usize,
+    /// A PostgreSQL database to run on (its URL); SQLite otherwise.
+    pub postgres: Option<String>,
 }
 
 impl Settings {
@@ -70,8 +78,20 @@ const TOKEN: &str = "campaign-token";
 
 /// Runs the campaign; panics with the broken invariant if one is.
 pub async fn run(s: Settings) -> Report {
+    assert!(
+        s.instances == 1 || s.postgres.is_some(),
+        "a SQLite file has one owner"
+    );
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("pointhook.db");
+    let (storage, db) = match &s.postgres {
+        Some(url) => (format!("url = {url:?}"), TestDb::Postgres(url.clone())),
+        None => (
+            format!("path = {:?}", db_path.display().to_string()),
+            TestDb::Sqlite(db_path.clone()),
+        ),
+    };
     let merchant = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(204))
@@ -126,26 +146,38 @@ pub async fn run(s: Settings) -> Report {
     }
     sandbox.faults().set_read_delay(s.api_delay);
 
-    let config = dir.path().join("pointhook.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\ndrain_timeout_secs = 1\n\
-             [storage]\npath = {db:?}\n\
-             [api]\nbase_url = \"{api}\"\ntimeout_secs = 5\nrequests_per_second = 1000\n\
-             [worker]\nconcurrency = 8\nlease_secs = 3\n\
-             [fulfillment]\nurl = \"{merchant}/events\"\nsecret = \"whsec_Y2FtcGFpZ24=\"\ntimeout_secs = 2\n\
-             [[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n",
-            db = dir.path().join("pointhook.db").display().to_string(),
-            merchant = merchant.uri(),
-        ),
-    )
-    .unwrap();
+    // With several instances, the first only takes notifications: the
+    // others run the work, as a deployment may split them.
+    let configs: Vec<PathBuf> = (0..s.instances)
+        .map(|i| {
+            let config = dir.path().join(format!("pointhook-{i}.toml"));
+            std::fs::write(
+                &config,
+                format!(
+                    "[server]\nlisten = \"127.0.0.1:0\"\ndrain_timeout_secs = 1\n\
+                     [storage]\n{storage}\n\
+                     [api]\nbase_url = \"{api}\"\ntimeout_secs = 5\nrequests_per_second = 1000\n\
+                     [worker]\nenabled = {worker}\nconcurrency = 8\nlease_secs = 3\n\
+                     [fulfillment]\nurl = \"{merchant}/events\"\nsecret = \"whsec_Y2FtcGFpZ24=\"\ntimeout_secs = 2\n\
+                     [[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n",
+                    worker = s.instances == 1 || i > 0,
+                    merchant = merchant.uri(),
+                ),
+            )
+            .unwrap();
+            config
+        })
+        .collect();
 
     // The notifications: each resource's IPN, sent until acknowledged, by
-    // a pool of senders, while the receiver is killed and restarted.
-    let first = Server::start(&s.binary, &config);
-    let addr = Arc::new(Mutex::new(first.addr));
+    // a pool of senders (to each instance in turn), while an instance is
+    // killed and restarted.
+    let first: Vec<Server> = configs
+        .iter()
+        .map(|c| Server::start(&s.binary, c))
+        .collect();
+    let addrs = Arc::new(Mutex::new(first.iter().map(|s| s.addr).collect::<Vec<_>>()));
+    let turn = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let acked: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
     let refused = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut queue: Vec<String> = (0..s.orders)
@@ -169,9 +201,10 @@ pub async fn run(s: Settings) -> Report {
     const SENDERS: usize = 8;
     let pause = s.send_over() * SENDERS as u32 / (2 * s.orders as u32).max(1);
     for _ in 0..SENDERS {
-        let (queue, addr, acked, refused, http) = (
+        let (queue, addrs, turn, acked, refused, http) = (
             queue.clone(),
-            addr.clone(),
+            addrs.clone(),
+            turn.clone(),
             acked.clone(),
             refused.clone(),
             http.clone(),
@@ -183,7 +216,11 @@ pub async fn run(s: Settings) -> Report {
                 };
                 tokio::time::sleep(pause).await;
                 loop {
-                    let at = *addr.lock().unwrap();
+                    let at = {
+                        let addrs = addrs.lock().unwrap();
+                        let i = turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        addrs[i % addrs.len()]
+                    };
                     let url = format!("http://{at}/notifications?{query}");
                     match http.post(&url).send().await {
                         Ok(res) if res.status() == 200 => {
@@ -205,29 +242,29 @@ pub async fn run(s: Settings) -> Report {
     // The kills go on after the senders finish: the worker and the outbox
     // are still mid-flight then.
     let killer = {
-        let (addr, binary, config) = (addr.clone(), s.binary.clone(), config.clone());
+        let (addrs, binary, configs) = (addrs.clone(), s.binary.clone(), configs.clone());
         let (kills, (lo, hi), seed) = (s.kills, s.kill_every_ms, s.seed);
         tokio::task::spawn_blocking(move || {
             let mut rng = Lcg(seed ^ 0x9e37_79b9_7f4a_7c15);
-            let mut server = first;
+            let mut servers = first;
             for _ in 0..kills {
                 let wait = lo + rng.next() % (hi - lo).max(1);
                 std::thread::sleep(Duration::from_millis(wait));
-                server.kill();
-                server = Server::start(&binary, &config);
-                *addr.lock().unwrap() = server.addr;
+                let i = rng.next() as usize % servers.len();
+                servers[i].kill();
+                servers[i] = Server::start(&binary, &configs[i]);
+                addrs.lock().unwrap()[i] = servers[i].addr;
             }
-            server
+            servers
         })
     };
     for sender in senders {
         sender.await.unwrap();
     }
-    let mut server = killer.await.unwrap();
+    let mut servers = killer.await.unwrap();
     let kills = s.kills;
 
-    // Let the last process finish the work: a positive signal, bounded.
-    let db = dir.path().join("pointhook.db");
+    // Let the last processes finish the work: a positive signal, bounded.
     let expected_events = 2 * s.orders;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
@@ -241,7 +278,9 @@ pub async fn run(s: Settings) -> Report {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    server.kill();
+    for server in &mut servers {
+        server.kill();
+    }
 
     let acked = acked.lock().unwrap().clone();
     let report = check(&db, &acked, &merchant, s.orders).await;
@@ -264,63 +303,61 @@ fn order_id(i: usize) -> String {
     format!("{}", 9_000_000 + i)
 }
 
+const DONE: SqlValue = SqlValue::Int(pointhook::domain::JobState::Done as i64);
+const DELIVERED: SqlValue = SqlValue::Int(pointhook::domain::EventState::Delivered as i64);
+
 /// (jobs not done, events delivered)
-fn progress(db: &Path) -> (i64, usize) {
-    let Ok(conn) = rusqlite::Connection::open(db) else {
-        return (i64::MAX, 0);
-    };
-    let _ = conn.busy_timeout(Duration::from_secs(5));
-    let unfinished = conn
-        .query_row(
-            "SELECT count(*) FROM jobs WHERE state != ?1",
-            [pointhook::domain::JobState::Done],
-            |r| r.get(0),
+fn progress(db: &TestDb) -> (i64, usize) {
+    // Compared as BIGINT: PostgreSQL keeps states in a SMALLINT.
+    let unfinished = db
+        .value(
+            "SELECT count(*) FROM jobs WHERE CAST(state AS BIGINT) != $1",
+            &[DONE],
         )
-        .unwrap_or(i64::MAX);
-    let delivered: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM events WHERE state = ?1",
-            [pointhook::domain::EventState::Delivered],
-            |r| r.get(0),
+        .int();
+    let delivered = db
+        .value(
+            "SELECT count(*) FROM events WHERE CAST(state AS BIGINT) = $1",
+            &[DELIVERED],
         )
-        .unwrap_or(0);
+        .int();
     (unfinished, delivered as usize)
 }
 
 /// Every invariant, checked on the database and at the merchant.
-async fn check(db: &Path, acked: &[(String, i64)], merchant: &MockServer, orders: usize) -> Report {
-    let conn = rusqlite::Connection::open(db).unwrap();
+async fn check(
+    db: &TestDb,
+    acked: &[(String, i64)],
+    merchant: &MockServer,
+    orders: usize,
+) -> Report {
     // Every acknowledged delivery exists, with its job.
+    let with_job: HashSet<i64> = db
+        .rows(
+            "SELECT d.id FROM deliveries d JOIN jobs j
+             ON j.account = d.account AND j.job_key = d.job_key",
+            &[],
+        )
+        .iter()
+        .map(|r| r[0].int())
+        .collect();
     for (query, id) in acked {
-        let job: Option<String> = conn
-            .query_row(
-                "SELECT j.job_key FROM deliveries d JOIN jobs j
-                 ON j.account = d.account AND j.job_key = d.job_key WHERE d.id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .unwrap_or(None);
         assert!(
-            job.is_some(),
+            with_job.contains(id),
             "acknowledged delivery {id} ({query}) is lost or has no job"
         );
     }
     // No job is left running; nothing is dead.
-    let running: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM jobs WHERE state != ?1",
-            [pointhook::domain::JobState::Done],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let (running, _) = progress(db);
     assert_eq!(running, 0, "jobs not done");
     // Every order released exactly once.
-    let released: Vec<String> = conn
-        .prepare("SELECT subject FROM events WHERE type = 'order.released'")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
+    let released: Vec<String> = db
+        .rows(
+            "SELECT subject FROM events WHERE type = 'order.released'",
+            &[],
+        )
+        .iter()
+        .map(|r| r[0].text())
         .collect();
     let distinct: HashSet<&String> = released.iter().collect();
     assert_eq!(distinct.len(), released.len(), "an order released twice");
@@ -336,9 +373,7 @@ async fn check(db: &Path, acked: &[(String, i64)], merchant: &MockServer, orders
             bodies.insert(id, r.body.clone());
         }
     }
-    let stored: i64 = conn
-        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
-        .unwrap();
+    let stored = db.value("SELECT count(*) FROM events", &[]).int();
     assert_eq!(
         bodies.len() as i64,
         stored,

@@ -284,6 +284,8 @@ async fn a_crash_campaign_of_20_kills_loses_and_repeats_nothing() {
         api_delay: Duration::from_millis(60),
         kill_every_ms: (150, 400),
         seed: 20261123,
+        instances: 1,
+        postgres: None,
     })
     .await;
     let summary = report.summary();
@@ -291,6 +293,34 @@ async fn a_crash_campaign_of_20_kills_loses_and_repeats_nothing() {
     assert_eq!(report.released, 30, "{summary}");
     assert_eq!(report.acknowledged, 60, "{summary}");
     assert_eq!(report.events_delivered, 60, "{summary}");
+}
+
+/// Three instances on one PostgreSQL database (one ingest-only), sent to
+/// in turn; one at a time killed with SIGKILL mid-load and restarted.
+/// Every acknowledged notification decided exactly once, no event posted
+/// with two bodies, no job left running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_instances_on_one_database_survive_kills() {
+    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+        return;
+    };
+    let _serial = TIMING.lock().await;
+    let report = crate::campaign::run(crate::campaign::Settings {
+        binary: env!("CARGO_BIN_EXE_pointhook").into(),
+        kills: 6,
+        orders: 40,
+        api_delay: Duration::from_millis(60),
+        kill_every_ms: (300, 700),
+        seed: 3,
+        instances: 3,
+        postgres: Some(pg.url.clone()),
+    })
+    .await;
+    let summary = report.summary();
+    assert_eq!(report.kills, 6, "{summary}");
+    assert_eq!(report.released, 40, "{summary}");
+    assert_eq!(report.acknowledged, 80, "{summary}");
+    assert_eq!(report.events_delivered, 80, "{summary}");
 }
 
 /// A full disk (SQLite's max_page_count, a portable one): every request is
