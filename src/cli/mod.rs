@@ -15,7 +15,7 @@ mod inspect;
 mod sandbox;
 
 use crate::config::{Config, ConfigError, LogFormat};
-use crate::store::{self, Store};
+use crate::store::{self, Location, Store};
 use crate::{App, Options};
 
 /// `EX_USAGE`: the configuration is wrong; restarting will not help.
@@ -48,8 +48,22 @@ enum Command {
     Serve,
     /// Validate a configuration and print what is in effect, secrets masked.
     CheckConfig,
-    /// Apply the database migrations and exit.
-    Migrate,
+    /// Apply the database migrations and exit (safe to run from several
+    /// hosts at once).
+    Migrate {
+        /// The store to migrate, a SQLite file or a postgres:// URL, instead
+        /// of the configuration's.
+        #[arg(long, value_name = "FILE_OR_URL")]
+        store: Option<String>,
+    },
+    /// Copy every row of a store into another, empty one (a SQLite file or
+    /// a postgres:// URL), with every instance stopped; counts are verified.
+    CopyStore {
+        #[arg(long, value_name = "FILE_OR_URL")]
+        from: String,
+        #[arg(long, value_name = "FILE_OR_URL")]
+        to: String,
+    },
     /// Copy the database to PATH, consistently, while the server runs.
     Backup { path: PathBuf },
     /// Delete finished deliveries, jobs and events older than a period.
@@ -113,7 +127,8 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve => serve(&config, cli.log_format),
         Command::CheckConfig => check_config(&config),
-        Command::Migrate => migrate(&config),
+        Command::Migrate { store } => migrate(&config, store.as_deref()),
+        Command::CopyStore { from, to } => copy_store(&from, &to),
         Command::Backup { path } => with_store(&config, |store, _| async move {
             if path.exists() {
                 anyhow::bail!("{} exists already: choose a new file", path.display());
@@ -214,18 +229,56 @@ fn check_config(path: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn migrate(path: &Path) -> Result<(), Failure> {
-    let config = load(path)?;
-    let location = config.location().map_err(Failure::Config)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let version = runtime
+fn migrate(path: &Path, store: Option<&str>) -> Result<(), Failure> {
+    let location = match store {
+        Some(s) => Location::parse(s),
+        None => load(path)?.location().map_err(Failure::Config)?,
+    };
+    let version = runtime()?
         .block_on(Store::migrate(&location))
         .context("cannot migrate the database")?;
     println!("{}: schema version {version}", location.describe());
     Ok(())
+}
+
+fn copy_store(from: &str, to: &str) -> Result<(), Failure> {
+    let (from, to) = (Location::parse(from), Location::parse(to));
+    if from == to {
+        return Err(anyhow::anyhow!("--from and --to name the same store").into());
+    }
+    // Drawn on stderr, and only on a terminal.
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:>13} [{bar:40}] {pos}/{len} rows, {eta} left",
+        )
+        .context("progress bar template")?
+        .progress_chars("=> "),
+    );
+    let copied = runtime()?
+        .block_on(store::copy::copy(&from, &to, &mut |p| {
+            bar.set_length(p.total);
+            bar.set_position(p.copied);
+            bar.set_message(p.table);
+        }))
+        .with_context(|| format!("cannot copy {} to {}", from.describe(), to.describe()))?;
+    bar.finish_and_clear();
+    for (table, rows) in &copied.tables {
+        println!("{table:<14} {rows:>10} rows");
+    }
+    println!(
+        "copied {} to {}: every count verified",
+        from.describe(),
+        to.describe()
+    );
+    Ok(())
+}
+
+/// The runtime of a one-shot command.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
 }
 
 fn serve(path: &Path, log_format: Option<LogFormat>) -> Result<(), Failure> {

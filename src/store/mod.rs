@@ -6,6 +6,7 @@
 //! invariants (ARCHITECTURE.md); `model` and `views` are what goes in and
 //! comes out, with no database type in them.
 
+pub mod copy;
 pub mod model;
 mod postgres;
 mod sqlite;
@@ -59,6 +60,20 @@ pub enum StoreError {
     Locked { path: String },
     #[error("{0}")]
     Unsupported(&'static str),
+    #[error("{target} holds data already (table {table}): a copy goes into an empty store")]
+    NotEmpty { target: String, table: &'static str },
+    #[error(
+        "{what} is in use by a running pointhook ({sessions} sessions): stop every instance first"
+    )]
+    InUse { what: String, sessions: i64 },
+    #[error(
+        "the copy does not add up: {table} has {in_source} rows in the source, {in_target} in the target"
+    )]
+    CopyMismatch {
+        table: &'static str,
+        in_source: u64,
+        in_target: u64,
+    },
 }
 
 /// How the last commits went: the readiness check reads it. A commit that
@@ -89,7 +104,7 @@ impl CommitHealth {
 }
 
 /// Where the data lives, from `[storage]`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
     Sqlite(PathBuf),
     /// A `postgres://` URL.
@@ -97,6 +112,15 @@ pub enum Location {
 }
 
 impl Location {
+    /// A `postgres://` (or `postgresql://`) URL, or else a SQLite file.
+    pub fn parse(s: &str) -> Location {
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            Location::Postgres(s.to_string())
+        } else {
+            Location::Sqlite(PathBuf::from(s))
+        }
+    }
+
     /// For a person: the path, or the URL without its password.
     pub fn describe(&self) -> String {
         match self {

@@ -9,6 +9,7 @@ mod platform;
 
 mod cli;
 mod coalescing;
+mod copy;
 mod durability;
 mod errors;
 mod fraud;

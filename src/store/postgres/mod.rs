@@ -11,6 +11,7 @@
 //! - Once-per-cluster work (pruning) takes an advisory lock.
 //! - Migrations are applied once, under an advisory lock (`schema.rs`).
 
+pub(super) mod copy;
 mod enums;
 mod listen;
 mod reads;
@@ -128,7 +129,9 @@ impl PgStore {
     /// first), with the batchers and the notification listener running.
     pub async fn open_server(url: &str, wakers: Wakers) -> Result<PgStore, StoreError> {
         let (pool, config) = Self::pool(url)?;
-        schema::migrate(&mut pool.get().await?).await?;
+        let mut client = pool.get().await?;
+        schema::migrate(&mut client).await?;
+        drop(client);
         let stop = CancellationToken::new();
         let health = Arc::new(CommitHealth::default());
         let fail_commits = Arc::new(AtomicBool::new(false));
@@ -162,7 +165,9 @@ impl PgStore {
     /// Opens an existing, migrated database (the CLI, tools).
     pub async fn open_client(url: &str) -> Result<PgStore, StoreError> {
         let (pool, _) = Self::pool(url)?;
-        let version = schema::version(&pool.get().await?).await?;
+        let client = pool.get().await?;
+        let version = schema::version(&client).await?;
+        drop(client);
         if version != schema::LATEST {
             return Err(StoreError::Behind {
                 found: version,
@@ -181,7 +186,8 @@ impl PgStore {
 
     pub async fn migrate(url: &str) -> Result<i64, StoreError> {
         let (pool, _) = Self::pool(url)?;
-        schema::migrate(&mut pool.get().await?).await
+        let mut client = pool.get().await?;
+        schema::migrate(&mut client).await
     }
 
     pub fn describe(&self) -> String {

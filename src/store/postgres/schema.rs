@@ -3,7 +3,7 @@
 //! lock, so several instances starting at once apply each exactly once.
 //! Never edit a released migration: add one.
 
-use deadpool_postgres::Client;
+use tokio_postgres::Client;
 
 use crate::store::StoreError;
 

@@ -13,6 +13,7 @@
 //! waits for the server's writer for up to 5 seconds.
 
 pub(super) mod admin;
+pub(super) mod copy;
 mod decisions;
 mod deliveries;
 mod events;
