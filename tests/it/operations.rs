@@ -1,10 +1,11 @@
 //! Running as a systemd service: the sd_notify protocol, credentials from
-//! `$CREDENTIALS_DIRECTORY`, metrics, backup and prune.
+//! `$CREDENTIALS_DIRECTORY`, metrics, backup and prune, TLS to the database.
 
 use std::os::unix::net::UnixDatagram;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::backends::{Backend, TestDb};
 use crate::helpers::*;
 
 fn config_file(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
@@ -455,4 +456,59 @@ async fn control_characters_from_outside_are_escaped_in_logs_and_the_cli() {
         );
         assert!(!shown.contains("\nforged"), "{args:?}: {shown}");
     }
+}
+
+/// `sslmode=require`: every connection is TLS, and the server's certificate
+/// is checked (trusted here through `SSL_CERT_FILE`, valid for `localhost`
+/// only), so the same server under another name is refused, saying why.
+#[test]
+fn tls_to_the_database_is_used_and_verified() {
+    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+        return;
+    };
+    let admin = TestDb::Postgres(pg.url.clone());
+    if admin.value("SHOW ssl", &[]).text() != "on" {
+        eprintln!("TLS test skipped: the PostgreSQL server has ssl off");
+        return;
+    }
+    let cert = admin.value("SHOW ssl_cert_file", &[]).text();
+    let mut url = url::Url::parse(&pg.url).unwrap();
+    url.query_pairs_mut().append_pair("sslmode", "require");
+    url.set_host(Some("localhost")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pointhook.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\nurl = {:?}\n\
+             [api]\nbase_url = \"http://127.0.0.1:9\"\n\
+             [[accounts]]\nname = \"default\"\naccess_token = \"t\"\n",
+            url.as_str()
+        ),
+    )
+    .unwrap();
+    let mut served = serve_binary(&config, &[("SSL_CERT_FILE", cert.as_str())]);
+    let encrypted = admin.rows(
+        "SELECT s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)
+         WHERE a.datname = current_database() AND a.application_name = 'pointhook'",
+        &[],
+    );
+    served.child.kill().unwrap();
+    served.child.wait().unwrap();
+    assert!(!encrypted.is_empty(), "the instance is connected");
+    assert!(
+        encrypted.iter().all(|r| r[0].int() == 1),
+        "every connection is TLS: {encrypted:?}"
+    );
+
+    url.set_host(Some("127.0.0.1")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pointhook"))
+        .args(["migrate", "--store", url.as_str()])
+        .env("SSL_CERT_FILE", &cert)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success());
+    assert!(err.contains("certificate not valid for name"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::{Client, Row};
 
 use super::schema;
 use crate::store::StoreError;
@@ -65,10 +65,7 @@ impl Side {
         config
             .application_name("pointhook-copy")
             .connect_timeout(std::time::Duration::from_secs(5));
-        let (client, connection) = config.connect(NoTls).await?;
-        let connection = tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        let (client, connection) = super::tls::connect(&config).await?;
         let side = Side { client, connection };
         let sessions: i64 = side
             .client

@@ -16,6 +16,7 @@ mod enums;
 mod listen;
 mod reads;
 mod schema;
+mod tls;
 mod work;
 
 use std::str::FromStr;
@@ -48,15 +49,30 @@ impl From<tokio_postgres::Error> for StoreError {
             // The error's own Display says only "db error".
             StoreError::Database(format!("{} ({})", db.message(), db.code().code()))
         } else {
-            StoreError::Unavailable(e.to_string())
+            StoreError::Unavailable(with_causes(&e))
         }
     }
 }
 
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(e: deadpool_postgres::PoolError) -> StoreError {
-        StoreError::Unavailable(format!("no database connection: {e}"))
+        StoreError::Unavailable(format!("no database connection: {}", with_causes(&e)))
     }
+}
+
+/// An error and what caused it, on one line: the cause is what a person
+/// acts on ("error performing TLS handshake" alone says too little).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !line.contains(&text) {
+            line = format!("{line}: {text}");
+        }
+        cause = c.source();
+    }
+    line
 }
 
 /// Deliveries committed together, at most.
@@ -104,13 +120,13 @@ impl PgStore {
                 STATEMENT_TIMEOUT.as_millis()
             ))
             .connect_timeout(Duration::from_secs(5));
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let recycling = || ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match tls::connector(&config)? {
+            Some(tls) => Manager::from_config(config.clone(), tls, recycling()),
+            None => Manager::from_config(config.clone(), NoTls, recycling()),
+        };
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .wait_timeout(Some(Duration::from_secs(5)))
