@@ -345,9 +345,15 @@ async fn cancel_on_signal(shutdown: CancellationToken) {
 }
 
 fn init_tracing(format: LogFormat, level: &str) {
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(level))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+    // RUST_LOG wins when it parses; its parser panics on some non-ASCII
+    // input, which no directive needs.
+    let from_env = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| v.is_ascii())
+        .and_then(|v| EnvFilter::try_new(v).ok());
+    let filter = from_env
+        .or_else(|| EnvFilter::try_new(level).ok())
+        .unwrap_or_else(|| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -404,6 +404,15 @@ impl Config {
                 "required when [admin] is present",
             ));
         }
+        self.check_bounds()?;
+        // The filter parser panics on some non-ASCII input (a space before
+        // a multi-byte character); no directive needs anything but ASCII.
+        if !self.log.level.is_ascii() {
+            return Err(ConfigError::new(
+                "log.level",
+                "only ASCII (e.g. \"info,pointhook=debug\")",
+            ));
+        }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             return Err(ConfigError::new("log.level", one_line(&e.to_string())));
         }
@@ -415,6 +424,64 @@ impl Config {
                 .map_err(|e| ConfigError::new("fulfillment.secret", e.to_string()))?;
         }
         Ok(())
+    }
+
+    /// Upper bounds on durations and sizes: far above any sane value, low
+    /// enough that no arithmetic on them (milliseconds in an i64) overflows.
+    fn check_bounds(&self) -> Result<(), ConfigError> {
+        const HOUR: u64 = 3600;
+        let mut bounded: Vec<(String, u64, u64)> = vec![
+            (
+                "server.read_timeout_secs".into(),
+                self.server.read_timeout_secs,
+                HOUR,
+            ),
+            (
+                "server.drain_timeout_secs".into(),
+                self.server.drain_timeout_secs,
+                HOUR,
+            ),
+            (
+                "server.max_body_bytes".into(),
+                self.server.max_body_bytes as u64,
+                1 << 30,
+            ),
+            (
+                "storage.retention_days".into(),
+                self.storage.retention_days,
+                36_500,
+            ),
+            ("api.timeout_secs".into(), self.api.timeout_secs, HOUR),
+            (
+                "worker.lease_secs".into(),
+                self.worker.lease_secs,
+                24 * HOUR,
+            ),
+            (
+                "worker.concurrency".into(),
+                self.worker.concurrency as u64,
+                4096,
+            ),
+        ];
+        if let Some(f) = &self.fulfillment {
+            bounded.push(("fulfillment.timeout_secs".into(), f.timeout_secs, HOUR));
+            bounded.push((
+                "fulfillment.give_up_after_hours".into(),
+                f.give_up_after_hours,
+                24 * 3650,
+            ));
+        }
+        for (i, a) in self.accounts.iter().enumerate() {
+            bounded.push((
+                format!("accounts[{i}].signature_tolerance_secs"),
+                a.signature_tolerance_secs,
+                365 * 24 * HOUR,
+            ));
+        }
+        match bounded.into_iter().find(|(_, value, max)| value > max) {
+            Some((key, _, max)) => Err(ConfigError::new(key, format!("must be at most {max}"))),
+            None => Ok(()),
+        }
     }
 
     /// The accounts with their tokens and secrets read from files where given.

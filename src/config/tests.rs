@@ -263,3 +263,36 @@ fn likely_mistakes_are_warned_of() {
     );
     assert!(parse(MINIMAL).unwrap().warnings().is_empty());
 }
+
+/// Found by fuzzing: the filter parser panicked on these; now a named error.
+#[test]
+fn a_log_level_that_is_not_ascii_is_an_error_not_a_panic() {
+    for level in ["info, é=debug", " [s{é}]"] {
+        let e = parse_env(MINIMAL, &[("POINTHOOK_LOG_LEVEL", level)]).unwrap_err();
+        assert_eq!(e.key, "log.level", "{level}");
+    }
+    assert!(parse_env(MINIMAL, &[("POINTHOOK_LOG_LEVEL", "info,pointhook=debug")]).is_ok());
+}
+
+/// Durations far past sense are refused before any arithmetic on them.
+#[test]
+fn durations_and_sizes_have_upper_bounds() {
+    for (var, key) in [
+        ("POINTHOOK_STORAGE_RETENTION_DAYS", "storage.retention_days"),
+        (
+            "POINTHOOK_SERVER_READ_TIMEOUT_SECS",
+            "server.read_timeout_secs",
+        ),
+        ("POINTHOOK_WORKER_LEASE_SECS", "worker.lease_secs"),
+    ] {
+        let e = parse_env(MINIMAL, &[(var, "9000000000000000000")]).unwrap_err();
+        assert_eq!(e.key, key);
+        assert!(e.to_string().contains("at most"), "{e}");
+    }
+    let text = MINIMAL.to_string()
+        + "[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\ngive_up_after_hours = 9000000000000000\n";
+    assert_eq!(
+        parse(&text).unwrap_err().key,
+        "fulfillment.give_up_after_hours"
+    );
+}

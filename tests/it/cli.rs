@@ -204,3 +204,22 @@ fn a_since_too_far_away_is_refused() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("--since"), "{err}");
 }
+
+/// A `RUST_LOG` the filter parser would panic on (found by fuzzing the same
+/// parser through `log.level`) is ignored: the service starts.
+#[test]
+fn a_rust_log_that_is_not_ascii_does_not_stop_the_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        &("[server]\nlisten = \"127.0.0.1:0\"\n".to_string()
+            + &GOOD.replace(
+                "path = \"x.db\"",
+                &format!("path = {:?}", dir.path().join("x.db").display().to_string()),
+            )),
+    );
+    let mut served =
+        crate::helpers::serve_binary(std::path::Path::new(&path), &[("RUST_LOG", " [s{é}]")]);
+    served.child.kill().unwrap();
+    served.child.wait().unwrap();
+}
