@@ -8,7 +8,8 @@
 //! so a stall is not hidden):
 //!   cargo run --release --example loadgen -- --url … --rate 1000 --connections 16 --seconds 20
 //! `--pid PID` also reports the peak RSS of that process; `--ids random`
-//! sends random ids instead of increasing numbers.
+//! sends random ids instead of increasing numbers. `--url` given several
+//! times spreads the connections over the URLs (several instances).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +21,7 @@ use hyper::Request;
 use hyper_util::rt::TokioIo;
 
 struct Args {
-    url: hyper::Uri,
+    urls: Vec<hyper::Uri>,
     connections: usize,
     seconds: u64,
     rate: Option<u64>,
@@ -30,7 +31,7 @@ struct Args {
 
 fn parse_args() -> Args {
     let mut args = Args {
-        url: "http://127.0.0.1:8080/notifications".parse().unwrap(),
+        urls: Vec::new(),
         connections: 64,
         seconds: 10,
         rate: None,
@@ -41,7 +42,7 @@ fn parse_args() -> Args {
     while let Some(flag) = it.next() {
         let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
         match flag.as_str() {
-            "--url" => args.url = value.parse().expect("--url"),
+            "--url" => args.urls.push(value.parse().expect("--url")),
             "--connections" => args.connections = value.parse().expect("--connections"),
             "--seconds" => args.seconds = value.parse().expect("--seconds"),
             "--rate" => args.rate = Some(value.parse().expect("--rate")),
@@ -49,6 +50,10 @@ fn parse_args() -> Args {
             "--ids" => args.random_ids = value == "random",
             other => panic!("unknown flag {other}"),
         }
+    }
+    if args.urls.is_empty() {
+        args.urls
+            .push("http://127.0.0.1:8080/notifications".parse().unwrap());
     }
     args
 }
@@ -95,13 +100,14 @@ async fn main() {
         Arc::new(tokio::sync::Mutex::new(rx))
     });
     let mut tasks = Vec::new();
-    for _ in 0..args.connections {
+    for c in 0..args.connections {
         let (args, counter, errors) = (args.clone(), counter.clone(), errors.clone());
+        let url = args.urls[c % args.urls.len()].clone();
         let pacer = pacer.clone();
         tasks.push(tokio::spawn(async move {
             let mut hist =
                 hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
-            let authority = args.url.authority().unwrap().clone();
+            let authority = url.authority().unwrap().clone();
             let stream = tokio::net::TcpStream::connect(authority.as_str())
                 .await
                 .expect("connect");
@@ -130,12 +136,12 @@ async fn main() {
                 let uri = if args.random_ids {
                     format!(
                         "{}?topic=point_integration_ipn&id={:016x}-{:016x}",
-                        args.url.path(),
+                        url.path(),
                         rand_u64(n ^ run_id),
                         rand_u64(n)
                     )
                 } else {
-                    format!("{}?topic=payment&id={}", args.url.path(), id_base + n)
+                    format!("{}?topic=payment&id={}", url.path(), id_base + n)
                 };
                 let req = Request::post(uri)
                     .header("host", authority.as_str())

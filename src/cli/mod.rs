@@ -356,7 +356,11 @@ fn init_tracing(format: LogFormat, level: &str) {
         .unwrap_or_else(|| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // A log line that cannot be written (journald restarted, the pipe
+        // gone) is lost; reporting that on stderr too would panic whatever
+        // task logged it, the signal handler included.
+        .log_internal_errors(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),

@@ -429,6 +429,13 @@ impl Server {
     }
 }
 
+/// A campaign that fails leaves no server behind.
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// A small deterministic generator: the same seed, the same campaign.
 struct Lcg(u64);
 

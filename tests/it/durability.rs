@@ -87,6 +87,67 @@ async fn every_acknowledged_delivery_survives_kill_9() {
     served.child.wait().unwrap();
 }
 
+/// The log's reader goes away (journald restarted, a pipe closed): a log
+/// line that cannot be written is dropped, and the service still answers
+/// and still stops on SIGTERM (a failed write once made every task that
+/// logged panic, the signal handler among them).
+#[tokio::test]
+async fn a_lost_log_reader_stops_nothing() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path());
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_pointhook"))
+            .args(["serve", "--log-format", "json", "--config"])
+            .arg(&config)
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no address logged"
+        );
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v["message"] == "pointhook serving" {
+            break v["listen"].as_str().unwrap().to_string();
+        }
+    };
+    drop(stderr);
+    let res = client()
+        .post(format!("http://{addr}/notifications?topic=payment&id=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "answers with nobody reading its log");
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "SIGTERM did not stop it"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status}");
+}
+
 #[tokio::test]
 async fn sigterm_drains_an_in_flight_request_and_exits() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

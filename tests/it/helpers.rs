@@ -479,9 +479,34 @@ pub fn client() -> reqwest::Client {
 /// Held by the tests that measure time, so they never run together.
 pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// A child process that is killed if the test ends (or panics) first.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// The real binary, serving on an ephemeral port.
 pub struct Served {
-    pub child: std::process::Child,
+    pub child: KillOnDrop,
     pub addr: SocketAddr,
     /// Every log line so far.
     pub logs: Arc<std::sync::Mutex<Vec<String>>>,
@@ -521,7 +546,11 @@ pub fn serve_binary(config: &Path, env: &[(&str, &str)]) -> Served {
     let addr = rx
         .recv_timeout(Duration::from_secs(20))
         .expect("pointhook reports its address");
-    Served { child, addr, logs }
+    Served {
+        child: KillOnDrop(child),
+        addr,
+        logs,
+    }
 }
 
 /// Runs the real binary with `args` and `--config` naming `app`'s database:
