@@ -401,3 +401,38 @@ async fn two_stores_never_lease_one_event() {
     }
     assert_eq!(seen.len(), EVENTS, "every event posted once");
 }
+
+/// On a new, empty PostgreSQL database (no statistics yet), the generic
+/// plan of the duplicate check is one seek of its own index, not a walk
+/// through every delivery of the account.
+#[tokio::test]
+async fn the_duplicate_check_seeks_its_index_on_a_new_database() {
+    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+        return;
+    };
+    let s = Store::open(&Location::Postgres(pg.url.clone()))
+        .await
+        .unwrap();
+    s.close().await;
+    let plan = crate::backends::run(&pg.url, |c| async move {
+        c.batch_execute(
+            "SET plan_cache_mode = force_generic_plan;
+             PREPARE dup(text, text, bytea) AS
+                 SELECT id FROM deliveries
+                 WHERE account = $1 AND resource_id = $2 AND fingerprint = $3
+                 ORDER BY id LIMIT 1",
+        )
+        .await?;
+        let rows = c
+            .query("EXPLAIN EXECUTE dup('a', 'b', '\\x00')", &[])
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    })
+    .unwrap();
+    assert!(plan.contains("deliveries_resource"), "{plan}");
+    assert!(!plan.contains("Sort"), "{plan}");
+}

@@ -30,9 +30,13 @@ const MIGRATIONS: &[&str] = &[
         signature       SMALLINT NOT NULL,   -- domain::SignatureStatus
         job_key         TEXT
     );
-    CREATE INDEX deliveries_resource ON deliveries (account, resource_id, fingerprint);
+    -- With id last, the duplicate check is one seek, already in order.
+    CREATE INDEX deliveries_resource ON deliveries (account, resource_id, fingerprint, id);
     CREATE INDEX deliveries_received_at ON deliveries (received_at);
-    CREATE INDEX deliveries_job ON deliveries (account, job_key);
+    -- job_key first: an index that starts with account alone is a plan
+    -- the duplicate check could pick on a young table (and then read every
+    -- delivery of the account per insert).
+    CREATE INDEX deliveries_job ON deliveries (job_key, account);
 
     CREATE TABLE jobs (
         id                BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
