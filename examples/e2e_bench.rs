@@ -4,6 +4,7 @@
 //!
 //!   cargo run --release --example e2e_bench -- --rate 200 --seconds 20
 //!   cargo run --release --example e2e_bench -- --max --count 5000
+//!   … -- --postgres postgres://postgres@127.0.0.1/bench   (an empty database)
 //!
 //! Each notification is an IPN for a fresh payment of a fresh merchant
 //! order that is paid in full, so each must end in one `order.released`.
@@ -32,6 +33,7 @@ async fn main() {
     let mut seconds = 20u64;
     let mut max = false;
     let mut count = 5000usize;
+    let mut postgres: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         match flag.as_str() {
@@ -44,6 +46,7 @@ async fn main() {
             }
             "--count" => count = args.next().and_then(|v| v.parse().ok()).expect("--count N"),
             "--max" => max = true,
+            "--postgres" => postgres = Some(args.next().expect("--postgres URL")),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -63,12 +66,18 @@ async fn main() {
     let merchant = serve_merchant(received.clone()).await;
 
     let dir = tempfile::tempdir().expect("temp dir");
+    let storage = match &postgres {
+        Some(url) => format!("url = {url:?}"),
+        None => format!(
+            "path = {:?}",
+            dir.path().join("bench.db").display().to_string()
+        ),
+    };
     let toml = format!(
-        "[storage]\npath = {:?}\n[api]\nbase_url = \"http://{api}\"\nrequests_per_second = 100000\n\
+        "[storage]\n{storage}\n[api]\nbase_url = \"http://{api}\"\nrequests_per_second = 100000\n\
          [[accounts]]\nname = \"default\"\naccess_token = \"t\"\n\
          [fulfillment]\nurl = \"http://{merchant}/events\"\nsecret = \"whsec_aGVsbG8=\"\n\
-         [worker]\nconcurrency = 16\n",
-        dir.path().join("bench.db").display().to_string()
+         [worker]\nconcurrency = 16\n"
     );
     let config = Config::from_toml(&toml, Vec::new()).expect("config");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -192,9 +201,13 @@ async fn serve_merchant(received: Received) -> SocketAddr {
                             .map(|b| b.to_bytes())
                             .unwrap_or_default();
                         let at = Instant::now();
-                        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) {
-                            let id = v["data"]["merchant_order_id"].to_string();
-                            received.lock().unwrap().entry(id).or_insert(at);
+                        // The decision measured: the order's release (ids
+                        // in events are strings).
+                        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body)
+                            && v["type"] == "order.released"
+                            && let Some(id) = v["data"]["merchant_order_id"].as_str()
+                        {
+                            received.lock().unwrap().entry(id.to_string()).or_insert(at);
                         }
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
                     }

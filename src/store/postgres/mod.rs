@@ -270,19 +270,11 @@ impl PgStore {
         lease_ms: i64,
         limit: usize,
     ) -> Result<Vec<LeasedJob>, StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        let jobs = work::lease(&tx, now, lease_ms, limit).await?;
-        tx.commit().await?;
-        Ok(jobs)
+        work::lease(&self.client().await?, now, lease_ms, limit).await
     }
 
     pub async fn renew_lease(&self, job: LeasedJob, until: i64) -> Result<bool, StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        let held = work::renew(&tx, &job, until).await?;
-        tx.commit().await?;
-        Ok(held)
+        work::renew(&self.client().await?, &job, until).await
     }
 
     pub async fn finish_job(
@@ -416,11 +408,7 @@ impl PgStore {
         lease_ms: i64,
         limit: usize,
     ) -> Result<Vec<LeasedEvent>, StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        let events = work::lease_events(&tx, now, lease_ms, limit).await?;
-        tx.commit().await?;
-        Ok(events)
+        work::lease_events(&self.client().await?, now, lease_ms, limit).await
     }
 
     pub async fn next_event_due(&self) -> Result<Option<i64>, StoreError> {
@@ -437,11 +425,7 @@ impl PgStore {
     }
 
     pub async fn event_delivered(&self, event: LeasedEvent, now: i64) -> Result<bool, StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        let recorded = work::event_delivered(&tx, &event, now).await?;
-        tx.commit().await?;
-        Ok(recorded)
+        work::event_delivered(&self.client().await?, &event, now).await
     }
 
     pub async fn event_failed(
@@ -450,11 +434,7 @@ impl PgStore {
         error: String,
         next: Option<i64>,
     ) -> Result<bool, StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        let recorded = work::event_failed(&tx, &event, &error, next).await?;
-        tx.commit().await?;
-        Ok(recorded)
+        work::event_failed(&self.client().await?, &event, &error, next).await
     }
 
     pub async fn list_deliveries(

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -177,7 +177,7 @@ pub async fn enqueue(
 /// Takes up to `limit` due jobs: pending and due, or running with an
 /// expired lease; rows another instance is taking are skipped.
 pub async fn lease(
-    tx: &Transaction<'_>,
+    tx: &impl GenericClient,
     now: i64,
     lease_ms: i64,
     limit: usize,
@@ -216,7 +216,11 @@ fn leased_job(r: &Row) -> Result<LeasedJob, StoreError> {
 
 const FENCE: &str = "id = $1 AND attempts = $2 AND state = ";
 
-pub async fn renew(tx: &Transaction<'_>, job: &LeasedJob, until: i64) -> Result<bool, StoreError> {
+pub async fn renew(
+    tx: &impl GenericClient,
+    job: &LeasedJob,
+    until: i64,
+) -> Result<bool, StoreError> {
     Ok(tx
         .execute(
             &format!("UPDATE jobs SET lease_until = $3 WHERE {FENCE}{RUNNING}"),
@@ -777,7 +781,7 @@ pub async fn dismiss_review(
 
 /// Takes up to `limit` due events for `lease_ms`.
 pub async fn lease_events(
-    tx: &Transaction<'_>,
+    tx: &impl GenericClient,
     now: i64,
     lease_ms: i64,
     limit: usize,
@@ -808,7 +812,7 @@ pub async fn lease_events(
 }
 
 pub async fn event_delivered(
-    tx: &Transaction<'_>,
+    tx: &impl GenericClient,
     e: &LeasedEvent,
     now: i64,
 ) -> Result<bool, StoreError> {
@@ -830,7 +834,7 @@ pub async fn event_delivered(
 }
 
 pub async fn event_failed(
-    tx: &Transaction<'_>,
+    tx: &impl GenericClient,
     e: &LeasedEvent,
     error: &str,
     next: Option<i64>,
