@@ -77,7 +77,7 @@ async fn main() {
         "[storage]\n{storage}\n[api]\nbase_url = \"http://{api}\"\nrequests_per_second = 100000\n\
          [[accounts]]\nname = \"default\"\naccess_token = \"t\"\n\
          [fulfillment]\nurl = \"http://{merchant}/events\"\nsecret = \"whsec_aGVsbG8=\"\n\
-         [worker]\nconcurrency = 16\n"
+         [worker]\nconcurrency = 16\n[reconcile]\nenabled = false\n"
     );
     let config = Config::from_toml(&toml, Vec::new()).expect("config");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -13,6 +13,7 @@
 //! - [`worker`]: leases jobs, runs a handler per kind, records the outcome.
 //! - [`rules`]: the business rules, pure functions.
 //! - [`outbox`]: signed delivery of decided events to the merchant.
+//! - [`reconcile`]: finds changes that came with no notification.
 //! - [`money`]: exact decimal amounts.
 //! - [`clock`]: the source of "now" that tests can fix.
 //!
@@ -28,6 +29,7 @@ pub mod http;
 pub mod metrics;
 pub mod money;
 pub mod outbox;
+pub mod reconcile;
 mod retry;
 pub mod rules;
 pub mod sandbox;
@@ -80,6 +82,8 @@ pub struct App {
     worker: Arc<Worker>,
     outbox: Option<Arc<Outbox>>,
     metrics: Arc<metrics::Metrics>,
+    api: Arc<ApiClient>,
+    sweep: reconcile::SharedStatus,
 }
 
 impl App {
@@ -110,7 +114,7 @@ impl App {
         let fulfillment_url = config.fulfillment.as_ref().and_then(|f| f.url.clone());
         let worker = Arc::new(Worker::new(
             store.clone(),
-            api,
+            api.clone(),
             options.clock.clone(),
             WorkerSettings {
                 concurrency: config.worker.concurrency,
@@ -149,6 +153,8 @@ impl App {
             worker,
             outbox,
             metrics,
+            api,
+            sweep: reconcile::SharedStatus::default(),
         })
     }
 
@@ -187,6 +193,8 @@ impl App {
             worker,
             outbox,
             metrics,
+            api,
+            sweep,
         } = self;
         let accounts = config.resolve_accounts()?;
         let s = &config.server;
@@ -208,6 +216,7 @@ impl App {
                         delivers_events: outbox.is_some(),
                         metrics: metrics.clone(),
                         default_account: Accounts::new(accounts.clone()).default_name(),
+                        sweep: config.reconcile_enabled().then(|| sweep.clone()),
                     },
                 )));
                 tracing::info!(listen = %l.local_addr().context("admin listener has no address")?, "admin API serving");
@@ -244,6 +253,22 @@ impl App {
         let outbox = outbox
             .filter(|_| config.worker.enabled)
             .map(|o| tokio::spawn(o.run(shutdown.clone())));
+        let sweeper = config.reconcile_enabled().then(|| {
+            let r = &config.reconcile;
+            let sweeper = reconcile::Sweeper {
+                store: store.clone(),
+                api,
+                metrics: metrics.clone(),
+                settings: reconcile::SweeperSettings {
+                    accounts: config.accounts.iter().map(|a| a.name.clone()).collect(),
+                    interval: Duration::from_secs(r.interval_secs),
+                    lookback: Duration::from_secs(r.lookback_secs),
+                    grace: Duration::from_secs(r.grace_secs),
+                },
+                status: sweep,
+            };
+            tokio::spawn(sweeper.run(shutdown.clone()))
+        });
         let watchdog = tokio::spawn(systemd::watchdog(store.clone(), shutdown.clone()));
         let retention = tokio::spawn(retention(
             store.clone(),
@@ -260,7 +285,7 @@ impl App {
         http::serve(listener, settings, ingest, shutdown).await;
         let _ = watchdog.await;
         let _ = retention.await;
-        for task in [worker, outbox, admin].into_iter().flatten() {
+        for task in [worker, outbox, sweeper, admin].into_iter().flatten() {
             if let Err(e) = task.await {
                 tracing::error!(error = %e, "a background task failed");
             }

@@ -32,6 +32,12 @@ pub struct EndpointLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MissedLabels {
+    pub account: String,
+    pub topic: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabel {
     pub state: &'static str,
 }
@@ -48,6 +54,7 @@ pub struct Metrics {
     dead_jobs: Gauge,
     outbox_backlog: Gauge,
     outbox_oldest_seconds: Gauge,
+    missed: Family<MissedLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -118,6 +125,12 @@ impl Metrics {
             "Age of the oldest event waiting for the merchant's endpoint",
             outbox_oldest_seconds.clone(),
         );
+        let missed = Family::<MissedLabels, Counter>::default();
+        registry.register(
+            "notifications_missed",
+            "Changes found by reconciliation that no notification announced in time",
+            missed.clone(),
+        );
         Metrics {
             registry,
             deliveries,
@@ -130,7 +143,17 @@ impl Metrics {
             dead_jobs,
             outbox_backlog,
             outbox_oldest_seconds,
+            missed,
         }
+    }
+
+    pub fn missed(&self, account: &str, topic: &'static str) {
+        self.missed
+            .get_or_create(&MissedLabels {
+                account: account.to_string(),
+                topic,
+            })
+            .inc();
     }
 
     pub fn delivery(&self, kind: &'static str, result: &'static str) {

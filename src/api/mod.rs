@@ -3,10 +3,12 @@
 //! and timed out, and classifies every failure as retryable, not found, or
 //! permanent.
 
+pub mod search;
 pub mod types;
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
@@ -27,6 +29,8 @@ pub struct Fetch {
     pub status: u16,
     pub elapsed_ms: u64,
     pub at: std::time::SystemTime,
+    /// The version of the resource the answer showed (`version_of`).
+    pub seen: Option<String>,
 }
 
 tokio::task_local! {
@@ -43,7 +47,13 @@ pub async fn recording<F: std::future::Future>(f: F) -> (F::Output, Vec<Fetch>) 
         .await
 }
 
-fn record(endpoint: &'static str, id: &str, status: u16, started: std::time::Instant) {
+fn record(
+    endpoint: &'static str,
+    id: &str,
+    status: u16,
+    started: std::time::Instant,
+    seen: Option<String>,
+) {
     let _ = FETCHES.try_with(|v| {
         v.borrow_mut().push(Fetch {
             endpoint,
@@ -51,8 +61,37 @@ fn record(endpoint: &'static str, id: &str, status: u16, started: std::time::Ins
             status,
             elapsed_ms: started.elapsed().as_millis() as u64,
             at: std::time::SystemTime::now(),
+            seen,
         })
     });
+}
+
+/// What says which version of a resource an answer shows: the stamp of
+/// its last update, or an intent's state (intents carry no stamp). The
+/// reconciliation compares it with what a search lists.
+pub fn version_of(endpoint: Endpoint, body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Version {
+        date_last_updated: Option<String>,
+        last_updated: Option<String>,
+        state: Option<String>,
+    }
+    let v: Version = serde_json::from_slice(body).ok()?;
+    match endpoint {
+        Endpoint::Payment | Endpoint::Chargeback => v.date_last_updated.map(|t| stamp(&t)),
+        Endpoint::MerchantOrder => v.last_updated.map(|t| stamp(&t)),
+        Endpoint::PaymentIntent => v.state,
+        _ => None,
+    }
+}
+
+/// A last-update stamp as one text per instant: the platform writes the
+/// same instant as `…000-04:00` in one answer and `…000Z` in another.
+/// Unix milliseconds when it reads as a time, else the text as it came.
+pub fn stamp(text: &str) -> String {
+    text.parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond().to_string())
+        .unwrap_or_else(|_| text.to_string())
 }
 
 /// What was asked of the API, for logs and the job's error.
@@ -64,6 +103,18 @@ pub enum Endpoint {
     PaymentIntent,
     Cancel,
     Refund,
+    PaymentSearch,
+    MerchantOrderSearch,
+    IntentEvents,
+    ChargebackSearch,
+}
+
+/// Who is waiting for the account's rate limit: the worker (notifications)
+/// goes first; reconciliation takes a slot only when nobody else waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    Notification,
+    Reconcile,
 }
 
 impl Endpoint {
@@ -75,6 +126,10 @@ impl Endpoint {
             Endpoint::PaymentIntent => "payment_intent",
             Endpoint::Cancel => "cancel",
             Endpoint::Refund => "refund",
+            Endpoint::PaymentSearch => "payment_search",
+            Endpoint::MerchantOrderSearch => "merchant_order_search",
+            Endpoint::IntentEvents => "payment_intent_events",
+            Endpoint::ChargebackSearch => "chargeback_search",
         }
     }
 }
@@ -182,6 +237,26 @@ pub struct ApiClient {
 struct AccountClient {
     token: crate::config::Secret,
     limiter: DefaultDirectRateLimiter,
+    /// Calls of `Priority::Notification` waiting for the limiter.
+    waiting: AtomicUsize,
+}
+
+impl AccountClient {
+    async fn take_slot(&self, priority: Priority) {
+        match priority {
+            Priority::Notification => {
+                self.waiting.fetch_add(1, Ordering::SeqCst);
+                self.limiter.until_ready().await;
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+            }
+            Priority::Reconcile => loop {
+                if self.waiting.load(Ordering::SeqCst) == 0 && self.limiter.check().is_ok() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            },
+        }
+    }
 }
 
 impl ApiClient {
@@ -205,6 +280,7 @@ impl ApiClient {
                     AccountClient {
                         token: a.access_token.clone(),
                         limiter: RateLimiter::direct(Quota::per_second(rps)),
+                        waiting: AtomicUsize::new(0),
                     },
                 )
             })
@@ -297,6 +373,114 @@ impl ApiClient {
         .await
     }
 
+    /// One page of the payments whose `date_last_updated` falls in
+    /// `[begin, end]`, oldest change first.
+    pub async fn search_payments(
+        &self,
+        account: &str,
+        begin: jiff::Timestamp,
+        end: jiff::Timestamp,
+        offset: u64,
+        limit: u64,
+    ) -> Result<search::PaymentPage, ApiError> {
+        let query = [
+            ("sort", "date_last_updated".to_string()),
+            ("criteria", "asc".to_string()),
+            ("range", "date_last_updated".to_string()),
+            ("begin_date", search_time(begin)),
+            ("end_date", search_time(end)),
+            ("offset", offset.to_string()),
+            ("limit", limit.to_string()),
+        ];
+        self.search(
+            account,
+            Endpoint::PaymentSearch,
+            "/v1/payments/search",
+            &query,
+        )
+        .await
+    }
+
+    /// One page of the merchant orders last updated in `[begin, end]`.
+    pub async fn search_merchant_orders(
+        &self,
+        account: &str,
+        begin: jiff::Timestamp,
+        end: jiff::Timestamp,
+        offset: u64,
+        limit: u64,
+    ) -> Result<search::OrderPage, ApiError> {
+        let query = [
+            ("last_updated_from", search_time(begin)),
+            ("last_updated_to", search_time(end)),
+            ("offset", offset.to_string()),
+            ("limit", limit.to_string()),
+        ];
+        self.search(
+            account,
+            Endpoint::MerchantOrderSearch,
+            "/merchant_orders/search",
+            &query,
+        )
+        .await
+    }
+
+    /// The payment-intent events of the days from `start` to `end`.
+    pub async fn intent_events(
+        &self,
+        account: &str,
+        start: jiff::civil::Date,
+        end: jiff::civil::Date,
+    ) -> Result<search::IntentEvents, ApiError> {
+        let query = [
+            ("startDate", start.to_string()),
+            ("endDate", end.to_string()),
+        ];
+        let path = format!("{}/events", self.intent_path.trim_end_matches("/{id}"));
+        self.search(account, Endpoint::IntentEvents, &path, &query)
+            .await
+    }
+
+    /// The chargebacks of a payment.
+    pub async fn search_chargebacks(
+        &self,
+        account: &str,
+        payment: &PaymentId,
+    ) -> Result<search::ChargebackPage, ApiError> {
+        let query = [("payment_id", payment.to_string())];
+        self.search(
+            account,
+            Endpoint::ChargebackSearch,
+            "/v1/chargebacks/search",
+            &query,
+        )
+        .await
+    }
+
+    /// A GET with a query (values encoded), at reconciliation's priority.
+    async fn search<T: DeserializeOwned>(
+        &self,
+        account: &str,
+        endpoint: Endpoint,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<T, ApiError> {
+        let mut url = resource_url(&self.base, path, "");
+        url.query_pairs_mut()
+            .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
+        self.exchange(
+            account,
+            endpoint,
+            reqwest::Method::GET,
+            url,
+            "",
+            None,
+            None,
+            Priority::Reconcile,
+        )
+        .await
+    }
+
     /// GETs the resource `id` at `template` and checks that the answer is
     /// that resource.
     async fn get<T: DeserializeOwned + Identified, K>(
@@ -338,12 +522,38 @@ impl ApiClient {
         body: Option<serde_json::Value>,
         idempotency_key: Option<&str>,
     ) -> Result<T, ApiError> {
+        let url = resource_url(&self.base, template, id);
+        self.exchange(
+            account,
+            endpoint,
+            method,
+            url,
+            id,
+            body,
+            idempotency_key,
+            Priority::Notification,
+        )
+        .await
+    }
+
+    /// Sends one request with the account's token and classifies the answer.
+    #[allow(clippy::too_many_arguments)]
+    async fn exchange<T: DeserializeOwned>(
+        &self,
+        account: &str,
+        endpoint: Endpoint,
+        method: reqwest::Method,
+        url: Url,
+        id: &str,
+        body: Option<serde_json::Value>,
+        idempotency_key: Option<&str>,
+        priority: Priority,
+    ) -> Result<T, ApiError> {
         let client = self
             .accounts
             .get(account)
             .ok_or_else(|| ApiError::UnknownAccount(account.to_string()))?;
-        client.limiter.until_ready().await;
-        let url = resource_url(&self.base, template, id);
+        client.take_slot(priority).await;
         let name = endpoint.as_str();
         let started = std::time::Instant::now();
         let mut request = self
@@ -359,18 +569,22 @@ impl ApiClient {
         }
         let result = request.send().await;
         let response = result.map_err(|e| {
-            record(name, id, 0, started);
+            record(name, id, 0, started, None);
             self.metrics.api_call(name, 0, started.elapsed());
             transport_error(name, id, e)
         })?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
         let body = response.bytes().await.map_err(|e| {
-            record(name, id, 0, started);
+            record(name, id, 0, started, None);
             self.metrics.api_call(name, 0, started.elapsed());
             transport_error(name, id, e)
         })?;
-        record(name, id, status.as_u16(), started);
+        let seen = status
+            .is_success()
+            .then(|| version_of(endpoint, &body))
+            .flatten();
+        record(name, id, status.as_u16(), started, seen);
         self.metrics
             .api_call(name, status.as_u16(), started.elapsed());
         tracing::debug!(
@@ -487,9 +701,25 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     )
 }
 
+/// A time as the search APIs take it: milliseconds and an offset.
+fn search_time(t: jiff::Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamps_name_one_instant_whatever_its_offset() {
+        assert_eq!(
+            stamp("2026-11-23T01:02:03.000-04:00"),
+            stamp("2026-11-23T05:02:03.000Z")
+        );
+        assert_eq!(stamp("not a time"), "not a time");
+        let t: jiff::Timestamp = "2026-11-23T05:02:03.5Z".parse().unwrap();
+        assert_eq!(search_time(t), "2026-11-23T05:02:03.500+00:00");
+    }
 
     fn after(value: &str) -> Option<Duration> {
         let mut headers = reqwest::header::HeaderMap::new();

@@ -289,7 +289,7 @@ fn loose_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Erro
 }
 
 /// Ids in a list; an entry that is not a payment id is left out.
-fn loose_ids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PaymentId>, D::Error> {
+pub(super) fn loose_ids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PaymentId>, D::Error> {
     let values: Option<Vec<serde_json::Value>> = Option::deserialize(d)?;
     Ok(values
         .unwrap_or_default()
@@ -299,7 +299,7 @@ fn loose_ids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PaymentId>, D::Error
         .collect())
 }
 
-fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+pub(super) fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,

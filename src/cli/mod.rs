@@ -12,6 +12,7 @@ use tracing_subscriber::EnvFilter;
 
 mod client;
 mod inspect;
+mod reconcile;
 mod sandbox;
 
 use crate::config::{Config, ConfigError, LogFormat};
@@ -64,6 +65,9 @@ enum Command {
         #[arg(long, value_name = "FILE_OR_URL")]
         to: String,
     },
+    /// Find what changed on the platform in a window with no notification
+    /// received, and enqueue its jobs (the running server works them).
+    Reconcile(reconcile::ReconcileArgs),
     /// Copy the database to PATH, consistently, while the server runs.
     Backup { path: PathBuf },
     /// Delete finished deliveries, jobs and events older than a period.
@@ -129,6 +133,10 @@ pub fn main() -> ExitCode {
         Command::CheckConfig => check_config(&config),
         Command::Migrate { store } => migrate(&config, store.as_deref()),
         Command::CopyStore { from, to } => copy_store(&from, &to),
+        Command::Reconcile(args) => load(&config).and_then(|config| {
+            runtime()?.block_on(reconcile::run(config, args))?;
+            Ok(())
+        }),
         Command::Backup { path } => with_store(&config, |store, _| async move {
             if path.exists() {
                 anyhow::bail!("{} exists already: choose a new file", path.display());

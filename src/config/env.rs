@@ -20,6 +20,7 @@ const SECTIONS: &[&str] = &[
     "fulfillment",
     "admin",
     "worker",
+    "reconcile",
     "log",
 ];
 

@@ -49,6 +49,8 @@ pub struct Config {
     #[serde(default)]
     pub worker: WorkerConfig,
     #[serde(default)]
+    pub reconcile: ReconcileConfig,
+    #[serde(default)]
     pub log: LogConfig,
 }
 
@@ -196,6 +198,41 @@ impl Default for WorkerConfig {
             max_attempts: 12,
             lease_secs: 30,
         }
+    }
+}
+
+/// The sweeper that finds what changed on the platform with no
+/// notification (DESIGN section 9).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReconcileConfig {
+    /// Absent: on wherever a worker runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Time between the starts of two passes.
+    pub interval_secs: u64,
+    /// The window each pass searches, ending now (it overlaps the last).
+    pub lookback_secs: u64,
+    /// How long after a change its notification may still be on its way:
+    /// only then is it counted missed and its job enqueued.
+    pub grace_secs: u64,
+}
+
+impl Default for ReconcileConfig {
+    fn default() -> Self {
+        ReconcileConfig {
+            enabled: None,
+            interval_secs: 300,
+            lookback_secs: 3600,
+            grace_secs: 600,
+        }
+    }
+}
+
+impl Config {
+    /// Whether this process runs the sweeper.
+    pub fn reconcile_enabled(&self) -> bool {
+        self.reconcile.enabled.unwrap_or(self.worker.enabled)
     }
 }
 
@@ -405,6 +442,24 @@ impl Config {
             ));
         }
         self.check_bounds()?;
+        let r = &self.reconcile;
+        if r.interval_secs == 0 {
+            return Err(ConfigError::new(
+                "reconcile.interval_secs",
+                "must be at least 1",
+            ));
+        }
+        // A change must stay in the window until its grace has passed and
+        // one more pass has run, or it is never looked at again.
+        if r.lookback_secs <= r.grace_secs + r.interval_secs {
+            return Err(ConfigError::new(
+                "reconcile.lookback_secs",
+                format!(
+                    "must be more than grace_secs + interval_secs ({})",
+                    r.grace_secs + r.interval_secs
+                ),
+            ));
+        }
         // The filter parser panics on some non-ASCII input (a space before
         // a multi-byte character); no directive needs anything but ASCII.
         if !self.log.level.is_ascii() {
@@ -461,6 +516,21 @@ impl Config {
                 "worker.concurrency".into(),
                 self.worker.concurrency as u64,
                 4096,
+            ),
+            (
+                "reconcile.interval_secs".into(),
+                self.reconcile.interval_secs,
+                24 * HOUR,
+            ),
+            (
+                "reconcile.lookback_secs".into(),
+                self.reconcile.lookback_secs,
+                31 * 24 * HOUR,
+            ),
+            (
+                "reconcile.grace_secs".into(),
+                self.reconcile.grace_secs,
+                24 * HOUR,
             ),
         ];
         if let Some(f) = &self.fulfillment {

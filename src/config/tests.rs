@@ -296,3 +296,29 @@ fn durations_and_sizes_have_upper_bounds() {
         "fulfillment.give_up_after_hours"
     );
 }
+
+#[test]
+fn reconciliation_follows_the_worker_and_its_window_outlasts_the_grace() {
+    let c = parse(MINIMAL).unwrap();
+    assert!(c.reconcile_enabled());
+    assert_eq!(
+        (
+            c.reconcile.interval_secs,
+            c.reconcile.lookback_secs,
+            c.reconcile.grace_secs
+        ),
+        (300, 3600, 600)
+    );
+    let ingest = parse_env(MINIMAL, &[("POINTHOOK_WORKER_ENABLED", "false")]).unwrap();
+    assert!(!ingest.reconcile_enabled());
+    let short = MINIMAL.to_string() + "[reconcile]\nlookback_secs = 900\n";
+    let e = parse(&short).unwrap_err();
+    assert_eq!(e.key, "reconcile.lookback_secs");
+    assert!(
+        e.to_string()
+            .contains("more than grace_secs + interval_secs (900)"),
+        "{e}"
+    );
+    let e = parse_env(MINIMAL, &[("POINTHOOK_RECONCILE_INTERVAL_SECS", "0")]).unwrap_err();
+    assert_eq!(e.key, "reconcile.interval_secs");
+}

@@ -34,6 +34,9 @@ pub enum Kind {
     Webhook = 2,
     /// A payment-intent body: `{"id","state",…}`.
     IntentWebhook = 3,
+    /// Not received: found changed on the platform by reconciliation,
+    /// with no notification for the change.
+    Reconcile = 4,
 }
 
 /// What a job does; the worker has one handler per kind.

@@ -98,6 +98,7 @@ pub(super) async fn save_payment(
                     }
                 }
                 refresh_order(&mut order);
+                order["last_updated"] = json!(rfc3339(now));
                 db::put_resource(&tx, "merchant_order", oid, &name, &order, None)?;
             }
             tx.commit()?;

@@ -94,6 +94,28 @@ pub(super) async fn handle(
         }
         (&Method::POST, ["faults"]) => {
             let v = body_or_refuse!(req);
+            if let Some(n) = v.get("drop_notifications") {
+                let Some(n) = n.as_u64().and_then(|n| u32::try_from(n).ok()) else {
+                    return Ok(control_error(
+                        StatusCode::BAD_REQUEST,
+                        "drop_notifications must be a whole number",
+                    ));
+                };
+                let topic = match v.get("topic") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(t)) => Some(t.clone()),
+                    Some(_) => {
+                        return Ok(control_error(
+                            StatusCode::BAD_REQUEST,
+                            "topic must be a string (payment, merchant_order, chargebacks, point_integration_ipn, payment_intent …)",
+                        ));
+                    }
+                };
+                sb.db
+                    .call(move |c| db::add_drop(c, topic.as_deref(), n))
+                    .await?;
+                return Ok(ok_json(StatusCode::CREATED, &v));
+            }
             return match serde_json::from_value::<super::faults::Fault>(v.clone()) {
                 Ok(f) => {
                     sb.faults.add(f);
@@ -329,9 +351,22 @@ pub(super) async fn save(
     id: &str,
     body: &Value,
 ) -> anyhow::Result<()> {
-    let (name, id, body) = (account.name.clone(), id.to_string(), body.clone());
+    let (name, id, mut body) = (account.name.clone(), id.to_string(), body.clone());
+    let now = sb.now();
+    if kind == "merchant_order" {
+        body["last_updated"] = json!(rfc3339(now));
+    }
     sb.db
-        .call(move |c| db::put_resource(c, kind, &id, &name, &body, None))
+        .call(move |c| {
+            let tx = c.transaction()?;
+            db::put_resource(&tx, kind, &id, &name, &body, None)?;
+            if kind == "payment_intent"
+                && let Some(state) = body["state"].as_str()
+            {
+                db::intent_event(&tx, &name, &id, state, now)?;
+            }
+            tx.commit()
+        })
         .await
 }
 
@@ -363,7 +398,7 @@ async fn create_order(
         Ok(u) => u,
         Err(r) => return Ok(r),
     };
-    let name = account.name.clone();
+    let (name, now) = (account.name.clone(), sb.now());
     let external = v.get("external_reference").cloned().unwrap_or(Value::Null);
     let order = sb
         .db
@@ -373,6 +408,7 @@ async fn create_order(
                 "id": id, "status": "opened", "order_status": "payment_required",
                 "external_reference": external, "total_amount": amount_json(total), "paid_amount": 0,
                 "refunded_amount": 0, "cancelled": false, "payments": [], "shipments": [], "items": [],
+                "date_created": rfc3339(now), "last_updated": rfc3339(now),
             });
             db::put_resource(c, "merchant_order", &id.to_string(), &name, &order, url.as_deref())?;
             Ok(order)
@@ -430,6 +466,7 @@ async fn add_payment(
                 }));
             }
             refresh_order(&mut order);
+            order["last_updated"] = json!(rfc3339(now));
             db::put_resource(&tx, "merchant_order", &oid, &name, &order, None)?;
             tx.commit()?;
             Ok(p)

@@ -70,6 +70,18 @@ CREATE TABLE IF NOT EXISTS attempts (
     error       TEXT,
     PRIMARY KEY (dispatch_id, n)
 ) STRICT;
+CREATE TABLE IF NOT EXISTS intent_events (
+    account    TEXT    NOT NULL,
+    intent_id  TEXT    NOT NULL,
+    status     TEXT    NOT NULL,
+    at         INTEGER NOT NULL              -- sandbox clock, ms
+) STRICT;
+CREATE INDEX IF NOT EXISTS intent_events_at ON intent_events (account, at);
+CREATE TABLE IF NOT EXISTS drops (
+    id         INTEGER PRIMARY KEY,
+    topic      TEXT,                         -- NULL: any
+    remaining  INTEGER NOT NULL
+) STRICT;
 CREATE TABLE IF NOT EXISTS devices (
     account   TEXT NOT NULL,
     device_id TEXT NOT NULL,
@@ -99,6 +111,8 @@ pub enum DispatchState {
     Acked = 2,
     /// Every attempt of the schedule failed.
     GivenUp = 3,
+    /// Never sent: a `drop_notifications` fault took it.
+    Dropped = 4,
 }
 
 sql_enum!(DispatchState {
@@ -106,6 +120,7 @@ sql_enum!(DispatchState {
     Sending,
     Acked,
     GivenUp,
+    Dropped,
 });
 
 impl DispatchState {
@@ -115,6 +130,7 @@ impl DispatchState {
             DispatchState::Sending => "sending",
             DispatchState::Acked => "acked",
             DispatchState::GivenUp => "given_up",
+            DispatchState::Dropped => "dropped",
         }
     }
 }
@@ -217,4 +233,48 @@ pub fn put_resource(
         params![kind, id, account, body.to_string(), notification_url],
     )?;
     Ok(())
+}
+
+/// Every resource of `kind` that `account` owns, as the API serves them.
+pub fn resources_of(conn: &Connection, kind: &str, account: &str) -> rusqlite::Result<Vec<Value>> {
+    conn.prepare("SELECT body FROM resources WHERE kind = ?1 AND account = ?2")?
+        .query_map(params![kind, account], |r| r.get::<_, String>(0))?
+        .map(|b| b.map(|b| serde_json::from_str(&b).unwrap_or(Value::Null)))
+        .collect()
+}
+
+/// Notes that an intent reached `status` (the intent-events listing).
+pub fn intent_event(
+    conn: &Connection,
+    account: &str,
+    intent: &str,
+    status: &str,
+    at: i64,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO intent_events (account, intent_id, status, at) VALUES (?1, ?2, ?3, ?4)",
+        params![account, intent, status, at],
+    )?;
+    Ok(())
+}
+
+/// Arms a fault that drops the next `n` notifications (of `topic`, or any).
+pub fn add_drop(conn: &Connection, topic: Option<&str>, n: u32) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO drops (topic, remaining) VALUES (?1, ?2)",
+        params![topic, n],
+    )?;
+    Ok(())
+}
+
+/// Whether an armed drop takes a notification of `topic` (it is used up).
+pub fn take_drop(conn: &Connection, topic: &str) -> rusqlite::Result<bool> {
+    let taken = conn.execute(
+        "UPDATE drops SET remaining = remaining - 1 WHERE id = (
+             SELECT id FROM drops WHERE remaining > 0 AND (topic IS NULL OR topic = ?1)
+             ORDER BY id LIMIT 1)",
+        params![topic],
+    )? == 1;
+    conn.execute("DELETE FROM drops WHERE remaining <= 0", [])?;
+    Ok(taken)
 }

@@ -69,10 +69,16 @@ pub fn enqueue(
             .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
             .collect(),
     );
+    // A dropped notification is logged, never sent: the platform's loss.
+    let state = if super::db::take_drop(conn, &out.topic)? {
+        DispatchState::Dropped
+    } else {
+        DispatchState::Pending
+    };
     conn.query_row(
         "INSERT INTO dispatches (account, url, form, topic, resource_id, body, headers, first_at, next_due_at, state)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) RETURNING id",
-        params![account, out.url, out.form, out.topic, out.resource_id, out.body.to_string(), headers.to_string(), now, DispatchState::Pending],
+        params![account, out.url, out.form, out.topic, out.resource_id, out.body.to_string(), headers.to_string(), now, state],
         |r| r.get(0),
     )
 }

@@ -19,6 +19,7 @@ pub mod faults;
 mod intents;
 pub mod mail;
 mod resources;
+mod search;
 pub mod shapes;
 mod sql_enum;
 

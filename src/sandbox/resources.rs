@@ -11,7 +11,7 @@ use super::Sandbox;
 use super::accounts::{self, AccountRow};
 use super::db;
 use super::faults::Call;
-use super::{changes, intents};
+use super::{changes, intents, search};
 use crate::http::response::{self, Body};
 use crate::money::Money;
 
@@ -63,10 +63,23 @@ pub(super) async fn handle(
     };
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
     let headers = req.headers().clone();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (&method, parts.as_slice()) {
         (&Method::POST, ["v1", "payments"]) => create_payment(sb, &account, &body).await,
+        (&Method::GET, ["v1", "payments", "search"]) => {
+            search::payments(sb, &account, &query).await
+        }
+        (&Method::GET, ["merchant_orders", "search"]) => {
+            search::merchant_orders(sb, &account, &query).await
+        }
+        (&Method::GET, ["v1", "chargebacks", "search"]) => {
+            search::chargebacks(sb, &account, &query).await
+        }
+        (&Method::GET, ["point", "integration-api", "payment-intents", "events"]) => {
+            search::intent_events(sb, &account, &query).await
+        }
         (&Method::GET, ["v1", "payments", id]) => {
             get(sb, &account, "payment", id, "Payment not found").await
         }

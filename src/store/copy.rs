@@ -167,6 +167,7 @@ pub const TABLES: &[Table] = &[
             ("status", I32),
             ("elapsed_ms", I64),
             ("at", I64),
+            ("seen", Text),
         ],
         order_by: Some("id"),
         generated_id: true,

@@ -20,8 +20,8 @@ use tokio::sync::Notify;
 
 pub use crate::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use model::{
-    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob, event_id,
-    fingerprint,
+    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob, Sighting,
+    event_id, fingerprint,
 };
 pub use views::{
     Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail,
@@ -128,6 +128,18 @@ impl Location {
             Location::Postgres(url) => url::Url::parse(url)
                 .map(|u| crate::config::redacted::text(&u))
                 .unwrap_or_else(|_| "a PostgreSQL URL".into()),
+        }
+    }
+}
+
+/// Held while this process leads (`Store::lead`); give it back with
+/// `release`. Dropped, it is given back too, if less politely.
+pub struct Leadership(Option<postgres::Leader>);
+
+impl Leadership {
+    pub async fn release(self) {
+        if let Some(l) = self.0 {
+            l.release().await;
         }
     }
 }
@@ -375,6 +387,27 @@ impl Store {
         order: String,
     ) -> Result<(bool, bool), StoreError> {
         on!(self, b => b.order_flags(account, order).await)
+    }
+
+    /// Whether what a platform search listed is known already: a read saw
+    /// that version, or the resource's job is still to run.
+    pub async fn known(&self, account: String, sighting: Sighting) -> Result<bool, StoreError> {
+        on!(self, b => b.known(account, sighting).await)
+    }
+
+    /// How many changes reconciliation found missed since `since`.
+    pub async fn missed_since(&self, since: i64) -> Result<u64, StoreError> {
+        on!(self, b => b.missed_since(since).await)
+    }
+
+    /// Leadership of once-per-deployment work for as long as it is held:
+    /// always granted on SQLite (one process owns the file); on PostgreSQL
+    /// an advisory lock, `None` while another instance holds it.
+    pub async fn lead(&self) -> Result<Option<Leadership>, StoreError> {
+        Ok(match &self.inner.backend {
+            Backend::Sqlite(_) => Some(Leadership(None)),
+            Backend::Postgres(b) => b.lead().await?.map(|l| Leadership(Some(l))),
+        })
     }
 
     /// The person's review of the alert behind a job, if it was held.

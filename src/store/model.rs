@@ -139,6 +139,20 @@ pub struct FetchRow {
     pub status: u16,
     pub elapsed_ms: u64,
     pub at: i64,
+    /// What the answer said of the resource's version (`api::Fetch::seen`).
+    pub seen: Option<String>,
+}
+
+/// A resource a platform search listed, with the version it listed.
+#[derive(Debug, Clone)]
+pub struct Sighting {
+    /// `api::Endpoint` name of the read that would see it.
+    pub endpoint: &'static str,
+    pub resource_id: String,
+    /// Compared with what reads recorded (`api::version_of`).
+    pub version: String,
+    /// The job a notification of it would have made.
+    pub job: NewJob,
 }
 
 /// An event leased for a delivery attempt. `attempts` is its fence: the

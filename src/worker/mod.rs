@@ -279,6 +279,7 @@ impl Worker {
                     status: f.status,
                     elapsed_ms: f.elapsed_ms,
                     at: store::unix_ms(f.at),
+                    seen: f.seen,
                 })
                 .collect();
             self.finish(job, result, fetches).await

@@ -133,15 +133,27 @@ impl TestDatabase {
     /// An outage: the database stops taking connections and every open one
     /// is cut (`false`), or it takes them again (`true`).
     pub fn allow_connections(&self, allow: bool) {
-        let mut sql = format!("ALTER DATABASE {} ALLOW_CONNECTIONS {allow};", self.name);
-        if !allow {
-            sql += &format!(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}';",
-                self.name
-            );
-        }
+        let sql = format!("ALTER DATABASE {} ALLOW_CONNECTIONS {allow}", self.name);
         run(&self.server, |c| async move { c.batch_execute(&sql).await })
             .expect("alter the test database");
+        if !allow {
+            // Committed first (one batch is one transaction), then the
+            // sessions ended twice: one that was logging in while the
+            // refusal committed shows up only a moment later.
+            let kill = format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}'",
+                self.name
+            );
+            for _ in 0..2 {
+                let kill = kill.clone();
+                run(
+                    &self.server,
+                    |c| async move { c.batch_execute(&kill).await },
+                )
+                .expect("end the test database's sessions");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
     }
 }
 

@@ -115,6 +115,7 @@ async fn fill(location: &Location) {
             JobOutcome::Done(effects)
         };
         let fetches = vec![FetchRow {
+            seen: None,
             endpoint: "merchant_orders",
             resource_id: order.clone(),
             status: 200,

@@ -34,6 +34,9 @@ pub struct TestConfig {
     pub listener: Option<tokio::net::TcpListener>,
     /// More keys of the `[worker]` section.
     pub worker: String,
+    /// The `[reconcile]` section (off unless a test turns it on: its
+    /// searches would show in the API's call log).
+    pub reconcile: String,
     /// Where the app keeps its data.
     pub backend: Backend,
 }
@@ -50,6 +53,7 @@ impl Default for TestConfig {
             admin_token: None,
             listener: None,
             worker: String::new(),
+            reconcile: "enabled = false".into(),
             backend: crate::backends::current(),
         }
     }
@@ -96,7 +100,8 @@ impl TestConfig {
         admin
             + &format!(
                 "{extra}\n[storage]\n{storage}\n[api]\nbase_url = {api:?}\ntimeout_secs = {timeout}\n\
-             requests_per_second = 1000\n[worker]\nenabled = {worker}\nmax_attempts = 6\n{worker_extra}\n{accounts}",
+             requests_per_second = 1000\n[worker]\nenabled = {worker}\nmax_attempts = 6\n{worker_extra}\n\
+             [reconcile]\n{reconcile}\n{accounts}",
                 extra = self.extra,
                 storage = match &self.backend {
                     Backend::Sqlite => format!("path = {:?}", db.display().to_string()),
@@ -105,6 +110,7 @@ impl TestConfig {
                 api = self.api_base,
                 worker = self.worker_loop,
                 worker_extra = self.worker,
+                reconcile = self.reconcile,
                 timeout = self.api_timeout_secs,
                 accounts = self.accounts,
             )
@@ -556,10 +562,14 @@ pub fn serve_binary(config: &Path, env: &[(&str, &str)]) -> Served {
 /// Runs the real binary with `args` and `--config` naming `app`'s database:
 /// (success, stdout, stderr).
 pub fn cli(app: &TestApp, args: &[&str]) -> (bool, String, String) {
+    cli_with(&app.config_path, args)
+}
+
+fn cli_with(config: &Path, args: &[&str]) -> (bool, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_pointhook"))
         .args(args)
         .arg("--config")
-        .arg(&app.config_path)
+        .arg(config)
         .output()
         .unwrap();
     (
@@ -567,6 +577,19 @@ pub fn cli(app: &TestApp, args: &[&str]) -> (bool, String, String) {
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
     )
+}
+
+/// `cli`, off the runtime: for a command that calls a server this test
+/// serves on its own runtime (the sandbox).
+pub async fn cli_async(app: &TestApp, args: &[&str]) -> (bool, String, String) {
+    let config = app.config_path.clone();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        cli_with(&config, &args)
+    })
+    .await
+    .unwrap()
 }
 
 /// A config file in `dir` for the real binary: port 0, `dir/pointhook.db`,

@@ -18,6 +18,7 @@ mod operations;
 mod operator;
 mod processing;
 mod protections;
+mod reconcile;
 mod robustness;
 mod sandbox;
 mod signatures;

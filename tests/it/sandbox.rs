@@ -533,6 +533,13 @@ async fn intents_take_no_notification_url() {
 /// The sandbox and pointhook wired together on loopback: pointhook reads
 /// the sandbox's API; the sandbox notifies pointhook.
 async fn wired() -> (RunningSandbox, TestApp, Merchant) {
+    wired_with(|tc| tc).await
+}
+
+/// `wired`, with the app's configuration adjusted.
+pub async fn wired_with(
+    adjust: impl FnOnce(TestConfig) -> TestConfig,
+) -> (RunningSandbox, TestApp, Merchant) {
     let merchant = Merchant::start().await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let notifications = format!("http://{}/notifications", listener.local_addr().unwrap());
@@ -547,12 +554,12 @@ async fn wired() -> (RunningSandbox, TestApp, Merchant) {
         None,
     )
     .await;
-    let app = spawn_app_with(TestConfig {
+    let app = spawn_app_with(adjust(TestConfig {
         worker_loop: true,
         listener: Some(listener),
         accounts: format!("[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n"),
         ..TestConfig::default().api(&sb.url).extra(&merchant.config())
-    })
+    }))
     .await;
     (sb, app, merchant)
 }

@@ -52,6 +52,8 @@ pub struct AdminState {
     /// The default account for `/api/orders/{id}`.
     pub default_account: Option<String>,
     pub metrics: crate::metrics::SharedMetrics,
+    /// This process's sweeper, when it runs one.
+    pub sweep: Option<crate::reconcile::SharedStatus>,
 }
 
 impl AdminState {

@@ -45,7 +45,18 @@ struct StatusPage {
     jobs: Vec<JobSummary>,
     deliveries: Vec<DeliverySummary>,
     events: Vec<EventSummary>,
+    reconcile: Option<Reconcile>,
     csrf: String,
+}
+
+/// The reconciliation line.
+struct Reconcile {
+    /// Changes found with no notification in the last 24 hours (any
+    /// instance's).
+    missed_24h: u64,
+    /// This process's last pass, in words.
+    last_pass: String,
+    last_error: Option<String>,
 }
 
 struct ApiCall {
@@ -79,6 +90,31 @@ async fn page(State(s): State<Shared>) -> Result<Response> {
         })
         .await?;
     let events = store.list_events(None, None, 20).await?;
+    let reconcile = match &s.sweep {
+        None => None,
+        Some(status) => {
+            let st = status.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let last_pass = match (&st.last_pass_at, &st.last_report) {
+                (Some(at), Some(r)) => format!(
+                    "last pass at {}: {} changes listed, {} known, {} waiting for their notification, {} missed",
+                    crate::clock::rfc3339(*at),
+                    r.found,
+                    r.known,
+                    r.waiting,
+                    r.missed()
+                ),
+                _ if !st.leading && st.last_pass_at.is_none() => {
+                    "no pass here yet (another instance may be sweeping)".into()
+                }
+                _ => "no pass yet".into(),
+            };
+            Some(Reconcile {
+                missed_24h: store.missed_since(now - 86_400_000).await?,
+                last_pass,
+                last_error: st.last_error,
+            })
+        }
+    };
     let page = StatusPage {
         storage_ok,
         api: health.last_api_call.map(|f| ApiCall {
@@ -99,6 +135,7 @@ async fn page(State(s): State<Shared>) -> Result<Response> {
         jobs,
         deliveries,
         events,
+        reconcile,
         csrf: csrf_token(s.token.expose()),
     };
     let html = page.render().map_err(|e| {

@@ -8,13 +8,15 @@
 //!   their attempt count (`work.rs`).
 //! - `LISTEN/NOTIFY` wakes the workers and outboxes of every instance
 //!   (`listen.rs`); polling stays behind it.
-//! - Once-per-cluster work (pruning) takes an advisory lock.
+//! - Once-per-cluster work (pruning, the reconciliation sweeper) takes an
+//!   advisory lock.
 //! - Migrations are applied once, under an advisory lock (`schema.rs`).
 
 pub(super) mod copy;
 mod enums;
 mod listen;
 mod reads;
+mod reconcile;
 mod schema;
 mod tls;
 mod work;
@@ -30,7 +32,7 @@ use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
 use super::model::{
-    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob,
+    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob, Sighting,
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
@@ -40,6 +42,8 @@ use super::{CommitHealth, StoreError};
 use crate::clock::unix_ms_now;
 use crate::domain::{Effects, EventState, JobState, Review};
 use work::IngestParams;
+
+pub use reconcile::Leader;
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> StoreError {
@@ -339,6 +343,19 @@ impl PgStore {
             )
             .await?
             .try_get(0)?)
+    }
+
+    pub async fn known(&self, account: String, sighting: Sighting) -> Result<bool, StoreError> {
+        reconcile::known(&self.client().await?, &account, &sighting).await
+    }
+
+    pub async fn missed_since(&self, since: i64) -> Result<u64, StoreError> {
+        reconcile::missed_since(&self.client().await?, since).await
+    }
+
+    /// The sweeper's lock, if no other instance holds it.
+    pub async fn lead(&self) -> Result<Option<Leader>, StoreError> {
+        reconcile::lead(self.client().await?).await
     }
 
     pub async fn order_flags(

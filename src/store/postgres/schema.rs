@@ -145,6 +145,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX fraud_reviews_state ON fraud_reviews (state, id);
     "#,
+    // 2: what each read saw of its resource (its last-update stamp, an
+    // intent's state), so reconciliation knows what is news.
+    r#"
+    ALTER TABLE fetches ADD COLUMN seen TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

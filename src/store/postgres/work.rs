@@ -284,10 +284,11 @@ pub async fn finish(
     let statuses: Vec<i32> = fetches.iter().map(|f| i32::from(f.status)).collect();
     let elapsed: Vec<i64> = fetches.iter().map(|f| f.elapsed_ms as i64).collect();
     let at: Vec<i64> = fetches.iter().map(|f| f.at).collect();
+    let seen: Vec<Option<&str>> = fetches.iter().map(|f| f.seen.as_deref()).collect();
     let sql = format!(
         "WITH f AS (
-             INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at)
-             SELECT $1, $3, * FROM unnest($7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[])
+             INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at, seen)
+             SELECT $1, $3, * FROM unnest($7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[])
          )
          UPDATE jobs SET {set}, rerun = false, lease_until = NULL, updated_at = $5
          WHERE {FENCE}{RUNNING}
@@ -308,6 +309,7 @@ pub async fn finish(
                 &statuses,
                 &elapsed,
                 &at,
+                &seen,
             ],
         )
         .await?;

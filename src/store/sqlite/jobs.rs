@@ -92,8 +92,8 @@ pub(super) fn finish(
     }
     for f in fetches {
         conn.prepare_cached(
-            "INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at, seen)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
         .execute(params![
             job.id,
@@ -102,7 +102,8 @@ pub(super) fn finish(
             f.resource_id,
             f.status,
             f.elapsed_ms as i64,
-            f.at
+            f.at,
+            f.seen
         ])?;
     }
     // Every update below is fenced like the check above: same attempt,

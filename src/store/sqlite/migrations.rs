@@ -183,6 +183,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE events ADD COLUMN lease_until INTEGER;
     "#,
+    // 6: what each read saw of its resource (its last-update stamp, an
+    // intent's state), so reconciliation knows what is news.
+    r#"
+    ALTER TABLE fetches ADD COLUMN seen TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -20,6 +20,7 @@ mod events;
 mod jobs;
 mod maintenance;
 mod migrations;
+mod reconcile;
 mod reviews;
 mod sql_enum;
 mod writer;
@@ -33,7 +34,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::StoreError;
 use super::model::{
-    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob,
+    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob, Sighting,
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
@@ -232,6 +233,15 @@ impl SqliteStore {
 
     pub async fn next_job_due(&self) -> Result<Option<i64>, StoreError> {
         self.read(jobs::next_due).await
+    }
+
+    pub async fn known(&self, account: String, sighting: Sighting) -> Result<bool, StoreError> {
+        self.read(move |c| reconcile::known(c, &account, &sighting))
+            .await
+    }
+
+    pub async fn missed_since(&self, since: i64) -> Result<u64, StoreError> {
+        self.read(move |c| reconcile::missed_since(c, since)).await
     }
 
     pub async fn order_flags(

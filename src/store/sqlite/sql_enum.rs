@@ -30,7 +30,8 @@ macro_rules! sql_enum {
 sql_enum!(Kind {
     Ipn,
     Webhook,
-    IntentWebhook
+    IntentWebhook,
+    Reconcile
 });
 sql_enum!(JobKind {
     Payment,

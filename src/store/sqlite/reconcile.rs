@@ -1,0 +1,41 @@
+//! What reconciliation asks of the database: whether a change found on the
+//! platform is already known, and how many were missed lately.
+
+use rusqlite::{Connection, params};
+
+use crate::domain::{JobState, Kind};
+use crate::store::model::Sighting;
+
+/// Known: a read of the resource saw this version, or its job is still
+/// to run (a notification came and its fetch has not happened yet).
+pub(super) fn known(conn: &Connection, account: &str, s: &Sighting) -> rusqlite::Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (
+             SELECT 1 FROM fetches
+             WHERE account = ?1 AND endpoint = ?2 AND resource_id = ?3
+               AND seen = ?4 AND status BETWEEN 200 AND 299)
+         OR EXISTS (
+             SELECT 1 FROM jobs WHERE account = ?1 AND job_key = ?5 AND state IN (?6, ?7))",
+    )?
+    .query_row(
+        params![
+            account,
+            s.endpoint,
+            s.resource_id,
+            s.version,
+            s.job.key,
+            JobState::Pending,
+            JobState::Running
+        ],
+        |r| r.get(0),
+    )
+}
+
+/// Deliveries of kind `reconcile` received since `since`.
+pub(super) fn missed_since(conn: &Connection, since: i64) -> rusqlite::Result<u64> {
+    conn.query_row(
+        "SELECT count(*) FROM deliveries WHERE received_at >= ?1 AND kind = ?2",
+        params![since, Kind::Reconcile],
+        |r| r.get::<_, i64>(0).map(|n| n.max(0) as u64),
+    )
+}
