@@ -17,8 +17,10 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use crate::config::{Account, ApiConfig};
-use crate::domain::{ChargebackId, Id, IntentId, MerchantOrderId, PaymentId};
-use types::{Chargeback, Identified, MerchantOrder, Payment, PaymentIntent, PlatformError};
+use crate::domain::{ChargebackId, Id, IntentId, MerchantOrderId, PaymentId, PlatformOrderId};
+use types::{
+    Chargeback, Identified, MerchantOrder, Payment, PaymentIntent, PlatformError, PlatformOrder,
+};
 
 /// One API call, kept for the operator's history of a job.
 #[derive(Debug, Clone)]
@@ -74,6 +76,7 @@ pub fn version_of(endpoint: Endpoint, body: &[u8]) -> Option<String> {
     struct Version {
         date_last_updated: Option<String>,
         last_updated: Option<String>,
+        last_updated_date: Option<String>,
         state: Option<String>,
     }
     let v: Version = serde_json::from_slice(body).ok()?;
@@ -81,6 +84,7 @@ pub fn version_of(endpoint: Endpoint, body: &[u8]) -> Option<String> {
         Endpoint::Payment | Endpoint::Chargeback => v.date_last_updated.map(|t| stamp(&t)),
         Endpoint::MerchantOrder => v.last_updated.map(|t| stamp(&t)),
         Endpoint::PaymentIntent => v.state,
+        Endpoint::PlatformOrder => v.last_updated_date.map(|t| stamp(&t)),
         _ => None,
     }
 }
@@ -101,12 +105,16 @@ pub enum Endpoint {
     MerchantOrder,
     Chargeback,
     PaymentIntent,
+    PlatformOrder,
     Cancel,
     Refund,
+    PlatformOrderCancel,
+    PlatformOrderRefund,
     PaymentSearch,
     MerchantOrderSearch,
     IntentEvents,
     ChargebackSearch,
+    PlatformOrderSearch,
 }
 
 /// Who is waiting for the account's rate limit: the worker (notifications)
@@ -124,12 +132,16 @@ impl Endpoint {
             Endpoint::MerchantOrder => "merchant_order",
             Endpoint::Chargeback => "chargeback",
             Endpoint::PaymentIntent => "payment_intent",
+            Endpoint::PlatformOrder => "platform_order",
+            Endpoint::PlatformOrderCancel => "platform_order_cancel",
+            Endpoint::PlatformOrderRefund => "platform_order_refund",
             Endpoint::Cancel => "cancel",
             Endpoint::Refund => "refund",
             Endpoint::PaymentSearch => "payment_search",
             Endpoint::MerchantOrderSearch => "merchant_order_search",
             Endpoint::IntentEvents => "payment_intent_events",
             Endpoint::ChargebackSearch => "chargeback_search",
+            Endpoint::PlatformOrderSearch => "platform_order_search",
         }
     }
 }
@@ -333,6 +345,59 @@ impl ApiClient {
             .await
     }
 
+    /// An order of the Orders API.
+    pub async fn platform_order(
+        &self,
+        account: &str,
+        id: &PlatformOrderId,
+    ) -> Result<PlatformOrder, ApiError> {
+        self.get(account, Endpoint::PlatformOrder, "/v1/orders/{id}", id)
+            .await
+    }
+
+    /// Cancels an order of the Orders API. `idempotency_key` makes a
+    /// repeated call return the same answer rather than act twice.
+    pub async fn cancel_platform_order(
+        &self,
+        account: &str,
+        id: &PlatformOrderId,
+        idempotency_key: &str,
+    ) -> Result<serde_json::Value, ApiError> {
+        self.call(
+            account,
+            Endpoint::PlatformOrderCancel,
+            reqwest::Method::POST,
+            "/v1/orders/{id}/cancel",
+            id.as_str(),
+            None,
+            Some(idempotency_key),
+        )
+        .await
+    }
+
+    /// Refunds an order in full, or `amount` of its payment `transaction`.
+    pub async fn refund_platform_order(
+        &self,
+        account: &str,
+        id: &PlatformOrderId,
+        partial: Option<(&str, crate::money::Money)>,
+        idempotency_key: &str,
+    ) -> Result<serde_json::Value, ApiError> {
+        let body = partial.map(|(transaction, amount)| {
+            serde_json::json!({"transactions": [{"id": transaction, "amount": amount.to_string()}]})
+        });
+        self.call(
+            account,
+            Endpoint::PlatformOrderRefund,
+            reqwest::Method::POST,
+            "/v1/orders/{id}/refund",
+            id.as_str(),
+            body,
+            Some(idempotency_key),
+        )
+        .await
+    }
+
     /// Cancels a payment that is still pending (`PUT {"status":"cancelled"}`).
     pub async fn cancel_payment(
         &self,
@@ -438,6 +503,26 @@ impl ApiClient {
         ];
         let path = format!("{}/events", self.intent_path.trim_end_matches("/{id}"));
         self.search(account, Endpoint::IntentEvents, &path, &query)
+            .await
+    }
+
+    /// One page (from 1) of the Orders API's orders of `[begin, end]`, a
+    /// window of at most 30 days.
+    pub async fn search_platform_orders(
+        &self,
+        account: &str,
+        begin: jiff::Timestamp,
+        end: jiff::Timestamp,
+        page: u64,
+        page_size: u64,
+    ) -> Result<search::PlatformOrderPage, ApiError> {
+        let query = [
+            ("begin_date", search_time(begin)),
+            ("end_date", search_time(end)),
+            ("page", page.to_string()),
+            ("page_size", page_size.to_string()),
+        ];
+        self.search(account, Endpoint::PlatformOrderSearch, "/v1/orders", &query)
             .await
     }
 

@@ -83,6 +83,24 @@ pub struct IntentEvent {
     pub created_on: Option<String>,
 }
 
+/// `GET /v1/orders?begin_date&end_date` (the Orders API):
+/// `{"data":[…],"paging":{…}}`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PlatformOrderPage {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub data: Vec<FoundPlatformOrder>,
+    #[serde(default)]
+    pub paging: Paging,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct FoundPlatformOrder {
+    pub id: crate::domain::PlatformOrderId,
+    pub status: String,
+    #[serde(default)]
+    pub last_updated_date: Option<String>,
+}
+
 /// `GET /v1/chargebacks/search?payment_id=`: `{"paging","results"}`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ChargebackPage {

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Deserializer};
 
-use crate::domain::{ChargebackId, IntentId, IntentState, MerchantOrderId, PaymentId};
+use crate::domain::{
+    ChargebackId, IntentId, IntentState, MerchantOrderId, PaymentId, PlatformOrderId,
+};
 use crate::money::Money;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -224,6 +226,72 @@ impl PaymentIntent {
     }
 }
 
+/// An order of the Orders API (`/v1/orders/{id}`, `ORD…`), the platform's
+/// current integration path for Point, QR and online payments.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PlatformOrder {
+    pub id: PlatformOrderId,
+    /// `point`, `qr` or `online`.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    pub status: String,
+    #[serde(default)]
+    pub status_detail: Option<String>,
+    #[serde(default)]
+    pub external_reference: Option<String>,
+    #[serde(default)]
+    pub total_amount: Option<Money>,
+    #[serde(default)]
+    pub total_paid_amount: Option<Money>,
+    #[serde(default)]
+    pub last_updated_date: Option<String>,
+    #[serde(default)]
+    pub transactions: Transactions,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Transactions {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub payments: Vec<OrderTransaction>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub refunds: Vec<OrderRefund>,
+}
+
+/// A payment of an order (`PAY…`); `reference_id` is the classic payment
+/// (`/v1/payments/{id}`) behind it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct OrderTransaction {
+    #[serde(default, deserialize_with = "loose_text")]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub amount: Option<Money>,
+    #[serde(default)]
+    pub refunded_amount: Option<Money>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub status_detail: Option<String>,
+    #[serde(default, deserialize_with = "loose_text")]
+    pub reference_id: Option<String>,
+}
+
+impl OrderTransaction {
+    /// The classic payment behind this transaction, if it names one.
+    pub fn payment_id(&self) -> Option<PaymentId> {
+        PaymentId::parse(self.reference_id.as_deref()?).ok()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct OrderRefund {
+    #[serde(default, deserialize_with = "loose_text")]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub amount: Option<Money>,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
 /// The id a resource says it has, to check it is the one asked for.
 pub trait Identified {
     fn id_text(&self) -> &str;
@@ -238,7 +306,13 @@ macro_rules! identified {
         }
     )+};
 }
-identified!(Payment, MerchantOrder, Chargeback, PaymentIntent);
+identified!(
+    Payment,
+    MerchantOrder,
+    Chargeback,
+    PaymentIntent,
+    PlatformOrder
+);
 
 /// The platform's error body: `{"message","error","status","cause":[…]}`.
 #[derive(Debug, Clone, Default, Deserialize)]

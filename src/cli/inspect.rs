@@ -305,10 +305,24 @@ pub async fn orders(store: &Store, cmd: Orders) -> anyhow::Result<()> {
     let o = store
         .get_order(account.clone(), id.clone())
         .await?
-        .with_context(|| format!("nothing known of merchant order {id} (account {account})"))?;
+        .with_context(|| {
+            format!(
+                "nothing known of {} {} (account {})",
+                store::views::order_kind(&id).replace('_', " "),
+                crate::text::for_terminal(&id),
+                crate::text::for_terminal(&account)
+            )
+        })?;
     print(&out, &o, |o| {
         let mut s = fields(&[
-            ("merchant order", o.merchant_order_id.clone()),
+            (
+                if o.kind == "platform_order" {
+                    "order (Orders API)"
+                } else {
+                    "merchant order"
+                },
+                o.merchant_order_id.clone(),
+            ),
             ("account", o.account.clone()),
             ("total", o.total_amount.clone().unwrap_or_default()),
             ("paid", o.paid_amount.clone().unwrap_or_default()),

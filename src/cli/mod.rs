@@ -12,6 +12,7 @@ use tracing_subscriber::EnvFilter;
 
 mod client;
 mod inspect;
+mod platform_orders;
 mod reconcile;
 mod sandbox;
 
@@ -85,6 +86,9 @@ enum Command {
     /// A merchant order's state and history.
     #[command(subcommand)]
     Orders(inspect::Orders),
+    /// Orders of the Orders API (ORD…): cancel, refund.
+    #[command(subcommand)]
+    PlatformOrders(platform_orders::PlatformOrders),
     /// Read events; deliver one again.
     #[command(subcommand)]
     Events(inspect::Events),
@@ -135,6 +139,10 @@ pub fn main() -> ExitCode {
         Command::CopyStore { from, to } => copy_store(&from, &to),
         Command::Reconcile(args) => load(&config).and_then(|config| {
             runtime()?.block_on(reconcile::run(config, args))?;
+            Ok(())
+        }),
+        Command::PlatformOrders(cmd) => load(&config).and_then(|config| {
+            runtime()?.block_on(platform_orders::run(config, cmd))?;
             Ok(())
         }),
         Command::Backup { path } => with_store(&config, |store, _| async move {

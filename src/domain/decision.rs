@@ -47,6 +47,24 @@ pub enum EventType {
     FraudAlertRejected,
     #[strum(serialize = "fraud_alert.dismissed")]
     FraudAlertDismissed,
+    /// Orders of the Orders API (`ORD…`): under a prefix of their own, apart
+    /// from the merchant orders' `order.*`.
+    #[strum(serialize = "platform_order.processed")]
+    PlatformOrderProcessed,
+    #[strum(serialize = "platform_order.confirmed")]
+    PlatformOrderConfirmed,
+    #[strum(serialize = "platform_order.not_approved")]
+    PlatformOrderNotApproved,
+    #[strum(serialize = "platform_order.canceled")]
+    PlatformOrderCanceled,
+    #[strum(serialize = "platform_order.failed")]
+    PlatformOrderFailed,
+    #[strum(serialize = "platform_order.expired")]
+    PlatformOrderExpired,
+    #[strum(serialize = "platform_order.refunded")]
+    PlatformOrderRefunded,
+    #[strum(serialize = "platform_order.charged_back")]
+    PlatformOrderChargedBack,
 }
 
 impl EventType {

@@ -52,6 +52,8 @@ pub enum JobKind {
     PaymentIntent = 4,
     /// Verify and act on a fraud alert.
     FraudAlert = 5,
+    /// Fetch an order of the Orders API (`ORD…`).
+    PlatformOrder = 6,
 }
 
 /// The state of a payment intent as the API reports it.

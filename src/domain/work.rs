@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ids::{ChargebackId, IntentId, MerchantOrderId, PaymentId, ResourceId};
+use super::ids::{ChargebackId, IntentId, MerchantOrderId, PaymentId, PlatformOrderId, ResourceId};
 use super::states::JobKind;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +23,10 @@ pub enum Work {
     /// Fetch the intent, whatever state a notification claimed for it.
     PaymentIntent {
         id: IntentId,
+    },
+    /// Fetch an order of the Orders API (`ORD…`) and decide.
+    PlatformOrder {
+        id: PlatformOrderId,
     },
     FraudAlert(FraudAlert),
 }
@@ -51,6 +55,7 @@ impl Work {
             Work::MerchantOrder { .. } => JobKind::MerchantOrder,
             Work::Chargeback { .. } => JobKind::Chargeback,
             Work::PaymentIntent { .. } => JobKind::PaymentIntent,
+            Work::PlatformOrder { .. } => JobKind::PlatformOrder,
             Work::FraudAlert(_) => JobKind::FraudAlert,
         }
     }
@@ -64,6 +69,7 @@ impl Work {
             Work::MerchantOrder { id } => format!("merchant_order:{id}"),
             Work::Chargeback { id } => format!("chargeback:{id}"),
             Work::PaymentIntent { id } => format!("payment_intent:{id}"),
+            Work::PlatformOrder { id } => format!("platform_order:{id}"),
             Work::FraudAlert(a) => match (&a.merchant_order, &a.payment, &a.notified_id) {
                 (None, None, Some(n)) => format!("fraud:ipn:{n}"),
                 (o, p, _) => format!(
@@ -82,6 +88,7 @@ impl Work {
             Work::MerchantOrder { id } => id.to_string(),
             Work::Chargeback { id } => id.to_string(),
             Work::PaymentIntent { id } => id.to_string(),
+            Work::PlatformOrder { id } => id.to_string(),
             Work::FraudAlert(a) => a
                 .payment
                 .as_ref()

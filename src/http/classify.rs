@@ -237,6 +237,10 @@ fn webhook(
         "point_integration_wh" => Some(Work::PaymentIntent {
             id: id(field, required()?)?,
         }),
+        // The Orders API (`ORD…`): not a merchant order.
+        "order" => Some(Work::PlatformOrder {
+            id: id(field, required()?)?,
+        }),
         "stop_delivery_op_wh" => Some(fraud_alert(json, resource_id.clone())?),
         _ => None,
     };

@@ -20,6 +20,8 @@ const PAGE: u64 = 50;
 const MAX_OFFSET: u64 = 10_000;
 /// Longest span of days one intent-events call may cover.
 const INTENT_DAYS: i64 = 30;
+/// Longest span of days one search of the Orders API may cover.
+const PLATFORM_ORDER_DAYS: u16 = 30;
 /// Tries of one search call that the platform asks to repeat (429, 5xx).
 const TRIES: u32 = 6;
 
@@ -93,6 +95,7 @@ impl Pass<'_> {
         self.payments(begin, end, &mut report).await?;
         self.merchant_orders(begin, end, &mut report).await?;
         self.intents(begin, end, &mut report).await?;
+        self.platform_orders(begin, end, &mut report).await?;
         Ok(report)
     }
 
@@ -285,6 +288,67 @@ impl Pass<'_> {
             self.consider(change, report).await?;
         }
         self.tick(report);
+        Ok(())
+    }
+
+    /// Orders of the Orders API, in windows of at most 30 days. Only an
+    /// order with an outcome is news: the platform notifies nothing else.
+    async fn platform_orders(
+        &mut self,
+        begin: Timestamp,
+        end: Timestamp,
+        report: &mut Report,
+    ) -> Result<(), PassError> {
+        let span = jiff::SignedDuration::from_hours(24 * i64::from(PLATFORM_ORDER_DAYS));
+        let mut from = begin;
+        while from < end {
+            let to = from.checked_add(span).unwrap_or(end).min(end);
+            let mut page = 1;
+            let mut seen = 0;
+            loop {
+                let found = match retrying(|| {
+                    self.api
+                        .search_platform_orders(self.account, from, to, page, PAGE)
+                })
+                .await
+                {
+                    Ok(found) => found,
+                    // An account (or a platform) without the Orders API.
+                    Err(e) if matches!(e.class(), ErrorClass::NotFound) => {
+                        tracing::debug!(error = %e, "no Orders API to reconcile");
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                report.pages += 1;
+                let n = found.data.len() as u64;
+                for o in found.data {
+                    let Some(version) = o.last_updated_date.clone() else {
+                        continue;
+                    };
+                    if matches!(o.status.as_str(), "created" | "at_terminal" | "processing") {
+                        continue;
+                    }
+                    let change = Change {
+                        topic: "platform_order",
+                        updated_at: instant(&version),
+                        sighting: sighting(
+                            "platform_order",
+                            stamp(&version),
+                            Work::PlatformOrder { id: o.id },
+                        ),
+                    };
+                    self.consider(change, report).await?;
+                }
+                self.tick(report);
+                seen += n;
+                if n == 0 || found.paging.total.is_some_and(|t| seen >= t) {
+                    break;
+                }
+                page += 1;
+            }
+            from = to;
+        }
         Ok(())
     }
 

@@ -8,6 +8,7 @@
 //!   is behind.
 //! - [`intent`]: payment intents, and whether a payment is the intent's.
 //! - [`chargeback`]: chargebacks and orders at risk.
+//! - [`platform_order`]: orders of the Orders API (`ORD…`).
 //! - [`fraud`]: what a fraud alert may do and how a payment is undone.
 //! - [`finality`]: what a new outcome means against a recorded final one.
 
@@ -15,6 +16,7 @@ pub mod chargeback;
 pub mod fraud;
 pub mod intent;
 pub mod payment;
+pub mod platform_order;
 pub mod release;
 
 pub use intent::{IntentDecision, IntentOutcome};

@@ -115,6 +115,8 @@ pub struct EventDetail {
 #[derive(Debug, Clone, Serialize)]
 pub struct OrderView {
     pub account: String,
+    /// `merchant_order`, or `platform_order` for an `ORD…` id.
+    pub kind: &'static str,
     pub merchant_order_id: String,
     pub total_amount: Option<String>,
     pub paid_amount: Option<String>,
@@ -191,5 +193,15 @@ impl Pruned {
         self.jobs += other.jobs;
         self.events += other.events;
         self.fetches += other.fetches;
+    }
+}
+
+/// What an order id names: an order of the Orders API (`ORD…`) or a
+/// merchant order (the subject and endpoint its history is kept under).
+pub fn order_kind(id: &str) -> &'static str {
+    if crate::domain::PlatformOrderId::parse(id).is_ok() {
+        "platform_order"
+    } else {
+        "merchant_order"
     }
 }

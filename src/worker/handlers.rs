@@ -8,7 +8,8 @@ use super::JobError;
 use crate::api::ApiClient;
 use crate::clock::Clock;
 use crate::domain::{
-    ChargebackId, Effects, IntentId, MerchantOrderId, PaymentId, UnauthenticatedAlerts, Work,
+    ChargebackId, Effects, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,
+    UnauthenticatedAlerts, Work,
 };
 use crate::money::Overflow;
 use crate::rules::{self, IntentDecision};
@@ -63,6 +64,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, job: &LeasedJob) -> Result<Effects, JobEr
         Work::MerchantOrder { id } => merchant_order(ctx, job, &id).await,
         Work::Chargeback { id } => chargeback(ctx, job, &id).await,
         Work::PaymentIntent { id } => intent(ctx, job, &id).await,
+        Work::PlatformOrder { id } => platform_order(ctx, job, &id).await,
         Work::FraudAlert(alert) => super::fraud::run(ctx, job, alert).await,
     }
 }
@@ -182,6 +184,63 @@ async fn intent(ctx: &Ctx<'_>, job: &LeasedJob, id: &IntentId) -> Result<Effects
             &format!("payment intent {id} is still {}", state.as_str()),
         ),
     }
+}
+
+/// Fetches the order (and, for one to check on the terminal, its payment)
+/// and decides from those.
+async fn platform_order(
+    ctx: &Ctx<'_>,
+    job: &LeasedJob,
+    id: &PlatformOrderId,
+) -> Result<Effects, JobError> {
+    use rules::platform_order::{self as po, OrderDecision};
+    let account = job.account.as_str();
+    let api_err = |e| JobError::from_api(e, job.attempt);
+    let order = ctx.api.platform_order(account, id).await.map_err(api_err)?;
+    let outcome = match po::status(&order) {
+        OrderDecision::Final(outcome) => outcome,
+        OrderDecision::CheckPayment => {
+            let Some(pid) = order
+                .transactions
+                .payments
+                .iter()
+                .find_map(|t| t.payment_id())
+            else {
+                return Err(JobError::Retry {
+                    reason: format!("order {id} asks for a check but names no payment yet"),
+                    after: None,
+                });
+            };
+            let payment = ctx.api.payment(account, &pid).await.map_err(api_err)?;
+            match po::checked(&payment.status) {
+                Some(outcome) => outcome,
+                None => {
+                    return Err(JobError::Retry {
+                        reason: format!(
+                            "order {id}: payment {pid} is still {}",
+                            payment.status.as_str()
+                        ),
+                        after: None,
+                    });
+                }
+            }
+        }
+        OrderDecision::NotFinal => {
+            return not_final(
+                ctx,
+                job,
+                &format!(
+                    "order {id} is still {}",
+                    crate::text::printable(&order.status)
+                ),
+            );
+        }
+    };
+    let decisions = po::decisions(&order, outcome).map_err(overflow(format!("order {id}")))?;
+    Ok(Effects {
+        decisions,
+        orders: Vec::new(),
+    })
 }
 
 /// An intent that is still moving is asked again for a while; after that

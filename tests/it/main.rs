@@ -16,6 +16,7 @@ mod fraud;
 mod ingest;
 mod operations;
 mod operator;
+mod platform_orders;
 mod processing;
 mod protections;
 mod reconcile;

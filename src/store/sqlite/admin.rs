@@ -317,7 +317,10 @@ pub(super) fn get_order(
     account: &str,
     order: &str,
 ) -> rusqlite::Result<Option<OrderView>> {
-    let subject = format!("merchant_order:{order}");
+    // An order of the Orders API (`ORD…`) or a merchant order: the same
+    // history, under its own subject and endpoint.
+    let kind = order_kind(order);
+    let subject = format!("{kind}:{order}");
     let state = conn
         .query_row(
             "SELECT total_amount, paid_amount, released_at, blocked_at, at_risk_at FROM orders
@@ -336,9 +339,11 @@ pub(super) fn get_order(
         .optional()?;
     // The jobs that touched the order: its own, those that fetched it, and
     // those that decided about it (a payment's, a fraud alert's).
-    let related = "SELECT id FROM jobs WHERE account = ?1 AND job_key = 'merchant_order:' || ?2
-                   UNION SELECT job_id FROM fetches WHERE account = ?1 AND endpoint = 'merchant_order' AND resource_id = ?2
-                   UNION SELECT job_id FROM decisions WHERE account = ?1 AND subject = 'merchant_order:' || ?2";
+    let related = format!(
+        "SELECT id FROM jobs WHERE account = ?1 AND job_key = '{kind}:' || ?2
+         UNION SELECT job_id FROM fetches WHERE account = ?1 AND endpoint = '{kind}' AND resource_id = ?2
+         UNION SELECT job_id FROM decisions WHERE account = ?1 AND subject = '{kind}:' || ?2"
+    );
     let deliveries = conn
         .prepare(&format!(
             "SELECT {DELIVERY_COLUMNS} FROM deliveries d
@@ -376,6 +381,7 @@ pub(super) fn get_order(
     let (total, paid, released, blocked, at_risk) = state.unwrap_or_default();
     Ok(Some(OrderView {
         account: account.to_string(),
+        kind,
         merchant_order_id: order.to_string(),
         total_amount: total,
         paid_amount: paid,

@@ -39,6 +39,7 @@ sql_enum!(JobKind {
     Chargeback,
     PaymentIntent,
     FraudAlert,
+    PlatformOrder,
 });
 sql_enum!(JobState {
     Pending,
