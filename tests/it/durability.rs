@@ -439,10 +439,23 @@ async fn a_full_disk_answers_200_and_stored_or_503_and_not() {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(check, "ok");
+    let ready = || async {
+        app.client
+            .get(app.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await; // past its cache
+    assert_eq!(ready().await, 503, "a full disk is not ready");
     app.store.limit_pages(None).await.unwrap();
     assert_eq!(
         app.post("topic=payment&id=1", &[], None).await.status(),
         200
     );
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(ready().await, 200, "ready again once a commit succeeds");
     app.stop().await;
 }

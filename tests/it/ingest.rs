@@ -126,6 +126,7 @@ async fn headers_remote_address_and_source_news_are_recorded() {
             &[
                 ("user-agent", "Feed v2.0"),
                 ("x-request-id", "r-1"),
+                ("x-retry", "2"),
                 ("authorization", "Bearer no"),
             ],
             None,
@@ -148,6 +149,7 @@ async fn headers_remote_address_and_source_news_are_recorded() {
     let headers: serde_json::Value = serde_json::from_str(&headers).unwrap();
     assert_eq!(headers["user-agent"], "Feed v2.0");
     assert_eq!(headers["x-request-id"], "r-1");
+    assert_eq!(headers["x-retry"], "2", "which attempt of the platform's");
     assert!(headers.get("authorization").is_none(), "not a kept header");
     assert!(remote.starts_with("127.0.0.1:"), "{remote}");
     assert_eq!(source.as_deref(), Some("ipn"));

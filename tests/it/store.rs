@@ -436,3 +436,52 @@ async fn the_duplicate_check_seeks_its_index_on_a_new_database() {
     assert!(plan.contains("deliveries_resource"), "{plan}");
     assert!(!plan.contains("Sort"), "{plan}");
 }
+
+/// One sweeper per deployment: on PostgreSQL the lead goes to one store at
+/// a time, and back when it is released or its holder goes away.
+#[tokio::test]
+async fn one_store_leads_at_a_time() {
+    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+        return;
+    };
+    let location = Location::Postgres(pg.url.clone());
+    let (a, b) = (
+        Store::open(&location).await.unwrap(),
+        Store::open(&location).await.unwrap(),
+    );
+    let lead = a
+        .lead()
+        .await
+        .unwrap()
+        .expect("the first asks, the first leads");
+    assert!(b.lead().await.unwrap().is_none(), "two leaders");
+    lead.release().await;
+    let lead = b.lead().await.unwrap().expect("released, it moves on");
+    assert!(a.lead().await.unwrap().is_none());
+    // Dropped without a release (a pass cancelled mid-way): its session
+    // closes and the lock goes with it.
+    drop(lead);
+    let mut again = None;
+    for _ in 0..50 {
+        again = a.lead().await.unwrap();
+        if again.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    again.expect("a dropped lead is given back").release().await;
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test]
+async fn the_sole_owner_of_a_sqlite_file_always_leads() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&Location::Sqlite(dir.path().join("lead.db")))
+        .await
+        .unwrap();
+    let first = s.lead().await.unwrap().expect("leads");
+    assert!(s.lead().await.unwrap().is_some());
+    first.release().await;
+    s.close().await;
+}

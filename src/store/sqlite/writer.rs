@@ -213,19 +213,26 @@ fn commit_batch(
     health: &CommitHealth,
 ) {
     let all_applied = run_in_transaction(conn, batch.iter_mut(), faults);
-    health.record(all_applied.is_ok());
     match all_applied {
-        Ok(true) => batch.drain(..).for_each(|op| op.finish(Ok(()))),
+        Ok(true) => {
+            health.record(true);
+            batch.drain(..).for_each(|op| op.finish(Ok(())));
+        }
         Ok(false) => {
-            // Rolled back: each operation again, alone.
+            // Rolled back: each operation again, alone. One that fails
+            // alone too (a full disk) means storage is not taking writes.
+            let mut all_alone = true;
             for mut op in batch.drain(..) {
                 let one = run_in_transaction(conn, std::iter::once(&mut op), faults);
+                all_alone &= matches!(one, Ok(true));
                 let commit = one.map(|_| ());
                 log_failure(&commit, 1);
                 op.finish(commit.as_ref().map(|_| ()).map_err(String::as_str));
             }
+            health.record(all_alone);
         }
         Err(e) => {
+            health.record(false);
             let commit: Result<(), String> = Err(e);
             log_failure(&commit, batch.len());
             let commit = commit.as_ref().map(|_| ()).map_err(String::as_str);
