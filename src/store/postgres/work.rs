@@ -376,10 +376,6 @@ pub async fn apply(
             emitted.push(id);
         }
     }
-    if !emitted.is_empty() {
-        tx.execute(&format!("SELECT pg_notify('{}', '')", listen::EVENTS), &[])
-            .await?;
-    }
     Ok(emitted)
 }
 
@@ -403,6 +399,30 @@ fn orders_of(d: &Decision) -> Vec<&str> {
     ids.dedup();
     ids
 }
+
+/// Records a decision and queues its event (only if the decision is new).
+static DECIDE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH dec AS (
+                 INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (account, subject, key) DO NOTHING
+                 RETURNING 1
+             )
+             , ev AS (
+                 INSERT INTO events (id, account, type, subject, body, job_id, created_at, state, next_attempt_at)
+                 SELECT $5::text, $1::text, $4::text, $2::text, $8::text, $6::bigint, $7::bigint, $9::int2, $7::bigint
+                 WHERE EXISTS (SELECT 1 FROM dec)
+                 RETURNING id
+             )
+             -- The outboxes' wake-up, in this statement rather than one
+             -- more round trip (delivered at commit, once per transaction).
+             SELECT id, CASE WHEN $9::int2 = $10::int2
+                             THEN pg_notify('{events}', '')::text END
+             FROM ev",
+        events = listen::EVENTS
+    )
+});
 
 /// Records one decision and queues its event, unless a guard fails, it was
 /// recorded already, or it contradicts its subject's final outcome.
@@ -485,17 +505,19 @@ async fn decide(
     };
     let decided = tx
         .query_opt(
-            "WITH dec AS (
-                 INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
-                 ON CONFLICT (account, subject, key) DO NOTHING
-                 RETURNING 1
-             )
-             INSERT INTO events (id, account, type, subject, body, job_id, created_at, state, next_attempt_at)
-             SELECT $5::text, $1::text, $4::text, $2::text, $8::text, $6::bigint, $7::bigint, $9::int2, $7::bigint
-             WHERE EXISTS (SELECT 1 FROM dec)
-             RETURNING id",
-            &[&account, &d.subject, &key, &event_type, &id, &job_id, &now, &body, &state],
+            DECIDE.as_str(),
+            &[
+                &account,
+                &d.subject,
+                &key,
+                &event_type,
+                &id,
+                &job_id,
+                &now,
+                &body,
+                &state,
+                &EventState::Pending,
+            ],
         )
         .await?;
     if decided.is_none() {
