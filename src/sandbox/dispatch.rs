@@ -205,6 +205,10 @@ impl Sandbox {
             let now_secs = (self.now() / 1000).max(0) as u64;
             super::shapes::resign(&mut d.headers, secret, data_id.as_deref(), now_secs);
         }
+        // A notification that counts its retries (`X-Retry`) says which one it is.
+        if let Some((_, n)) = d.headers.iter_mut().find(|(k, _)| k == "x-retry") {
+            *n = (d.attempt - 1).to_string();
+        }
         let window = self
             .scaled(if d.attempt == 1 {
                 FIRST_WINDOW
