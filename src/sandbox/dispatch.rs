@@ -99,6 +99,10 @@ impl Sandbox {
     /// Sends every attempt due now and waits for their outcomes; returns
     /// how many were sent.
     pub async fn run_due(self: &Arc<Self>) -> anyhow::Result<usize> {
+        // Order steps first: the webhooks they queue go in this round.
+        if let Err(e) = self.run_order_steps().await {
+            tracing::error!(error = %e, "cannot run the orders' steps");
+        }
         let now = self.now();
         let due = self
             .db
