@@ -10,9 +10,11 @@
 //! check, the change, the `order` webhook it queues and the key's answer
 //! commit together, so a retried or concurrent call never sees half of it.
 //!
-//! - `body`: create bodies checked per type, and the order as created;
+//! - `body`: create bodies checked per type (`checks`), and the order as
+//!   created;
 //! - `state`: statuses, the payments behind an order, versions, webhooks;
-//! - `ops`: cancel, refund, process, capture and the status simulator;
+//! - `ops`: cancel, refund, process, capture; `simulate`: the status
+//!   simulator;
 //! - `steps`: terminal steps and expiry, run by `Sandbox::run_due`;
 //! - `terminals`: list, operating mode, busy terminals, outcome presets;
 //! - `keys`: `X-Idempotency-Key`; `search`: `GET /v1/orders`.
@@ -21,9 +23,11 @@
 #![allow(clippy::result_large_err)]
 
 mod body;
+mod checks;
 mod keys;
 mod ops;
 mod search;
+mod simulate;
 mod state;
 mod steps;
 mod terminals;
@@ -86,8 +90,8 @@ impl Ctx {
     /// `at` plus platform time `d`, scaled (saturating: a duration from a
     /// request never overflows).
     pub fn after(&self, at: i64, d: Duration) -> i64 {
-        let scaled = Duration::try_from_secs_f64(d.as_secs_f64() * self.scale)
-            .unwrap_or(Duration::MAX);
+        let scaled =
+            Duration::try_from_secs_f64(d.as_secs_f64() * self.scale).unwrap_or(Duration::MAX);
         at.saturating_add(i64::try_from(scaled.as_millis()).unwrap_or(i64::MAX))
     }
 
@@ -211,7 +215,9 @@ pub(super) async fn handle(
     let reply = match (req.method(), parts.as_slice()) {
         (&Method::GET, ["v1", "orders"]) => search::search(sb, &ctx, query).await?,
         (&Method::GET, ["v1", "orders", id]) => get(sb, &ctx, id).await?,
-        (&Method::POST, ["v1", "orders", id, "events"]) => ops::simulate(sb, ctx, id, body).await?,
+        (&Method::POST, ["v1", "orders", id, "events"]) => {
+            simulate::simulate(sb, ctx, id, body).await?
+        }
         (&Method::POST, ["v1", "orders", rest @ ..]) if rest.len() <= 2 => {
             let op = match rest {
                 [] => Op::Create,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{OptionalExtension, Transaction, params};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::state::{self, Payment, Status};
 use super::{Ctx, ops, terminals};
@@ -316,25 +316,4 @@ fn outcome(
             state::transition(tx, ctx, order, Status::Processed, to)
         }
     }
-}
-
-/// The simulator's payment method: its type, brand and installments over
-/// the order's default.
-pub(super) fn simulated_method(v: &Value) -> Option<Value> {
-    let kind = v["payment_method_type"].as_str();
-    let id = v["payment_method_id"].as_str();
-    if kind.is_none() && id.is_none() && v["installments"].is_null() {
-        return None;
-    }
-    let kind = kind.unwrap_or("credit_card");
-    let id = id.unwrap_or(match kind {
-        "debit_card" => "debvisa",
-        "qr" | "account_money" => "account_money",
-        _ => "visa",
-    });
-    Some(json!({
-        "id": id,
-        "type": kind,
-        "installments": v["installments"].as_u64().unwrap_or(1),
-    }))
 }
