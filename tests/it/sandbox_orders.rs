@@ -974,3 +974,106 @@ async fn orders_are_searched_by_creation_date_with_paging() {
     );
     o.sb.stop().await;
 }
+
+fn fixture(name: &str) -> Value {
+    let path = format!("{}/fixtures/api/orders/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Every path of `v` with its JSON type (arrays by their first element).
+fn shape(v: &Value) -> std::collections::BTreeSet<String> {
+    fn walk(v: &Value, at: String, out: &mut std::collections::BTreeSet<String>) {
+        let kind = match v {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        out.insert(format!("{at}: {kind}"));
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    walk(x, format!("{at}.{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                if let Some(x) = a.first() {
+                    walk(x, format!("{at}[]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(v, String::new(), &mut out);
+    out
+}
+
+/// The documented bodies (fixtures/api/orders/) hold the sandbox to the
+/// platform: the documented Point request is accepted as printed, and what
+/// the sandbox writes has the documented fields, of the documented types.
+#[tokio::test]
+async fn the_sandbox_speaks_the_documented_shapes() {
+    let o = orders().await;
+    let request = fixture("point-create-request.json");
+    let order = o.create(&request).await;
+    assert_eq!(order["expiration_time"], "PT16M");
+    assert_eq!(
+        order["config"]["point"]["terminal_id"],
+        request["config"]["point"]["terminal_id"]
+    );
+    assert_eq!(order["integration_data"]["sponsor"]["id"], "446566691");
+    let id = id_of(&order);
+    o.advance(25).await;
+    let hooks = o.webhooks().await;
+    let (_, _, processed) = hooks.iter().find(|(i, ..)| *i == id).unwrap();
+    assert_eq!(
+        shape(processed),
+        shape(&fixture("webhook-point-processed.json"))
+    );
+
+    let pay = o.get(&id).await["transactions"]["payments"][0]["id"].clone();
+    let partial = json!({"transactions": [{"id": pay, "amount": "1.00"}]});
+    let (_, refunded) = o
+        .post(&format!("/v1/orders/{id}/refund"), Some(&partial))
+        .await;
+    let documented = fixture("refund-partial-sdk-java.json");
+    for field in ["status", "status_detail"] {
+        assert_eq!(refunded[field], documented[field]);
+    }
+    assert_eq!(
+        shape(&refunded["transactions"]["refunds"]),
+        shape(&documented["transactions"]["refunds"])
+    );
+    let (_, total) = o.post(&format!("/v1/orders/{id}/refund"), None).await;
+    let documented = fixture("refund-total-sdk-java.json");
+    for field in ["status", "status_detail"] {
+        assert_eq!(total[field], documented[field]);
+    }
+
+    let now = humantime::format_rfc3339_millis(o.clock.now()).to_string();
+    let (_, found) = o
+        .call(
+            "GET",
+            &format!(
+                "/v1/orders?begin_date={}&end_date={now}",
+                humantime::format_rfc3339_millis(o.clock.now() - Duration::from_secs(86_400))
+            ),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        shape(&found["paging"]),
+        shape(&fixture("search-sdk-go.json")["paging"])
+    );
+
+    let setup = fixture("terminals-setup-request.json");
+    let (status, answer) = o
+        .call("PATCH", "/terminals/v1/setup", None, Some(&setup))
+        .await;
+    assert_eq!((status, answer), (200, setup), "answered in the same shape");
+    o.sb.stop().await;
+}
