@@ -945,6 +945,18 @@ async fn orders_are_searched_by_creation_date_with_paging() {
         )
         .await;
     assert_eq!(page["data"][0]["id"], ids[2].as_str());
+    let (status, page) = o
+        .call(
+            "GET",
+            &format!("/v1/orders?{all}&page={}&page_size=100", u64::MAX),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, page["data"].as_array().map(Vec::len)),
+        (200, Some(0))
+    );
     let (_, filtered) = o
         .call(
             "GET",

@@ -47,7 +47,7 @@ pub(super) fn create(tx: &Transaction<'_>, ctx: &Ctx, v: &Value) -> rusqlite::Re
         Err(causes) => {
             return Ok(refuse_all(
                 StatusCode::BAD_REQUEST,
-                causes[0].0,
+                causes.first().map_or("bad_request", |c| c.0),
                 "the order has invalid properties",
                 &causes,
             ));

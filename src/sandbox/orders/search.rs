@@ -72,7 +72,8 @@ pub(super) async fn search(sb: &Sandbox, ctx: &Ctx, query: &str) -> anyhow::Resu
     let (limit, offset) = match paging {
         (Ok(l), Ok(o), Ok(size), Ok(page)) => {
             let limit = l.or(size).unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-            let offset = o.unwrap_or_else(|| page.unwrap_or(1).saturating_sub(1) * limit);
+            let offset =
+                o.unwrap_or_else(|| page.unwrap_or(1).saturating_sub(1).saturating_mul(limit));
             (limit, offset)
         }
         (Err(r), ..) | (_, Err(r), ..) | (_, _, Err(r), _) | (.., Err(r)) => return Ok(r),
