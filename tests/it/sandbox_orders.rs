@@ -1089,3 +1089,62 @@ async fn the_sandbox_speaks_the_documented_shapes() {
     assert_eq!((status, answer), (200, setup), "answered in the same shape");
     o.sb.stop().await;
 }
+
+/// Switching a terminal's mode through the Orders API is a device event,
+/// mailed like those of the legacy device API once the e-mails are on.
+#[tokio::test]
+async fn a_change_of_mode_is_mailed_as_a_device_event() {
+    let spool = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let sb = crate::sandbox::start_sandbox_mailing(
+        vec![AccountSpec {
+            email: Some("ops@shop.example".into()),
+            devices: vec![TERMINAL.into()],
+            ..account(None)
+        }],
+        clock.clone(),
+        1.0,
+        false,
+        None,
+        pointhook::sandbox::mail::MailSettings::Spool(spool.path().to_path_buf()),
+    )
+    .await;
+    let (status, _) = answer(
+        client()
+            .patch(format!("{}/point/integration-api/integrator", sb.url))
+            .bearer_auth(TOKEN)
+            .json(&json!({"event_channel_devices": ["email"]}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    clock.advance(Duration::from_secs(31 * 60));
+    for mode in ["STANDALONE", "STANDALONE", "PDV"] {
+        let (status, _) = answer(
+            client()
+                .patch(format!("{}/terminals/v1/setup", sb.url))
+                .bearer_auth(TOKEN)
+                .json(&json!({"terminals": [{"id": TERMINAL, "operating_mode": mode}]}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
+    assert_eq!(
+        sb.sandbox.send_due_mails().await.unwrap(),
+        2,
+        "one per change"
+    );
+    let mails: Vec<String> = std::fs::read_dir(spool.path())
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(mails.iter().any(|m| m.contains("from PDV to STANDALONE")));
+    assert!(mails.iter().any(|m| m.contains("from STANDALONE to PDV")));
+    assert!(mails.iter().all(|m| m.contains(TERMINAL)));
+    sb.stop().await;
+}

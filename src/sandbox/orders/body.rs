@@ -57,7 +57,7 @@ pub(super) fn create(tx: &Transaction<'_>, ctx: &Ctx, v: &Value) -> rusqlite::Re
     let mut pdv = false;
     if let Some(t) = &draft.terminal {
         terminals::ensure_virtual(tx, account, t)?;
-        let Some(mode) = terminals::mode(tx, account, t)? else {
+        let Some(mode) = terminals::terminal_mode(tx, account, t)? else {
             return Ok(refuse(
                 StatusCode::FORBIDDEN,
                 "forbidden_checking_terminal_owner",

@@ -187,7 +187,8 @@ fn apply(
                 .to_string();
             let force = arg["force"] == true;
             if !force
-                && terminals::mode(tx, &ctx.account.name, &terminal)?.as_deref() != Some("PDV")
+                && terminals::terminal_mode(tx, &ctx.account.name, &terminal)?.as_deref()
+                    != Some("PDV")
             {
                 return Ok(false);
             }

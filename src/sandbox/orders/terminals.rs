@@ -15,10 +15,10 @@ use super::steps::{self, Step};
 use super::{Ctx, Reply, refuse};
 use crate::http::classify::Query;
 use crate::http::response::Body;
-use crate::sandbox::Sandbox;
 use crate::sandbox::accounts::{AccountRow, add_device};
 use crate::sandbox::control::control_error;
 use crate::sandbox::resources::ok_json;
+use crate::sandbox::{Sandbox, mail};
 
 /// The serial of the platform's virtual terminal (orders-api.md §2.3).
 const VIRTUAL_SERIAL: &str = "__SBX0000001";
@@ -37,7 +37,7 @@ pub(super) fn ensure_virtual(
 }
 
 /// The terminal's operating mode; `None` when it is not the account's.
-pub(super) fn mode(
+pub(super) fn terminal_mode(
     conn: &Connection,
     account: &str,
     terminal: &str,
@@ -164,16 +164,25 @@ pub(super) async fn setup(sb: &Sandbox, ctx: Ctx, raw: &[u8]) -> anyhow::Result<
             let tx = conn.transaction()?;
             let account = ctx.account.name.clone();
             ensure_virtual(&tx, &account, &id)?;
-            let changed = tx.execute(
-                "UPDATE devices SET mode = ?3 WHERE account = ?1 AND device_id = ?2",
-                params![account, id, mode],
-            )?;
-            if changed == 0 {
+            let Some(before) = terminal_mode(&tx, &account, &id)? else {
                 return Ok(refuse(
                     StatusCode::NOT_FOUND,
                     "not_found",
                     &format!("terminal {id} not found"),
                 ));
+            };
+            tx.execute(
+                "UPDATE devices SET mode = ?3 WHERE account = ?1 AND device_id = ?2",
+                params![account, id, mode],
+            )?;
+            // A change of mode is a device event, mailed like the others.
+            if before != mode
+                && let Some(event) = mail::describe("mode_change", Some(&mode))
+            {
+                tx.execute(
+                    "INSERT INTO mails (account, device, event, at) VALUES (?1, ?2, ?3, ?4)",
+                    params![account, id, event, ctx.now],
+                )?;
             }
             if mode == "PDV" {
                 let waiting: Vec<String> = tx
@@ -245,7 +254,7 @@ pub(in crate::sandbox) async fn set_terminal_outcome(
         .call(move |conn| {
             let tx = conn.transaction()?;
             ensure_virtual(&tx, &name, &id)?;
-            if mode(&tx, &name, &id)?.is_none() {
+            if terminal_mode(&tx, &name, &id)?.is_none() {
                 return Ok(false);
             }
             tx.execute(
