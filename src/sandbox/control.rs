@@ -337,6 +337,10 @@ pub(super) async fn handle(
             let v = body_or_refuse!(req);
             move_intent(sb, &account, id, &v).await
         }
+        (&Method::POST, ["terminals", id]) => {
+            let v = body_or_refuse!(req);
+            super::orders::set_terminal_outcome(sb, &account, id, &v).await
+        }
         _ => Ok(control_error(
             StatusCode::NOT_FOUND,
             &format!("no control endpoint {method} {path}"),

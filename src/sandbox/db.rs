@@ -148,6 +148,7 @@ impl Db {
         };
         conn.pragma_update(None, "journal_mode", "wal")?;
         conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(super::orders::SCHEMA)?;
         // Attempts cut short by a restart are simply due again.
         conn.execute(
             "UPDATE dispatches SET state = ?1 WHERE state = ?2",

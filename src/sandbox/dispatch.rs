@@ -99,6 +99,10 @@ impl Sandbox {
     /// Sends every attempt due now and waits for their outcomes; returns
     /// how many were sent.
     pub async fn run_due(self: &Arc<Self>) -> anyhow::Result<usize> {
+        // Order steps first: the webhooks they queue go in this round.
+        if let Err(e) = self.run_order_steps().await {
+            tracing::error!(error = %e, "cannot run the orders' steps");
+        }
         let now = self.now();
         let due = self
             .db
@@ -204,6 +208,10 @@ impl Sandbox {
             });
             let now_secs = (self.now() / 1000).max(0) as u64;
             super::shapes::resign(&mut d.headers, secret, data_id.as_deref(), now_secs);
+        }
+        // A notification that counts its retries (`X-Retry`) says which one it is.
+        if let Some((_, n)) = d.headers.iter_mut().find(|(k, _)| k == "x-retry") {
+            *n = (d.attempt - 1).to_string();
         }
         let window = self
             .scaled(if d.attempt == 1 {

@@ -18,6 +18,7 @@ pub mod dispatch;
 pub mod faults;
 mod intents;
 pub mod mail;
+mod orders;
 mod resources;
 mod search;
 pub mod shapes;

@@ -117,6 +117,9 @@ pub(super) async fn handle(
         (_, ["point", "integration-api", "integrator"]) => {
             intents::integrator(sb, &account, &method, &body).await
         }
+        (_, ["v1", "orders", ..] | ["terminals", "v1", ..]) => {
+            super::orders::handle(sb, &account, &req, &body).await
+        }
         _ => Ok(platform_error(
             StatusCode::NOT_FOUND,
             "not_found",

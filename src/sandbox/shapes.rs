@@ -206,6 +206,58 @@ pub fn fraud_alert_webhook(
     }
 }
 
+/// The `order` webhook of the Orders API (orders-api.md §3): query
+/// `data.id` (the id as issued, upper case, which the signature binds) and
+/// `type=order`; a body with `action`, `type` and the order summarized in
+/// `data`, with no top-level `id`; `X-Retry` counts the retries.
+#[allow(clippy::too_many_arguments)]
+pub fn order_webhook(
+    url: &str,
+    id: &str,
+    data: Value,
+    action: &str,
+    user_id: &str,
+    application_id: &str,
+    now_iso: &str,
+    secret: Option<&str>,
+    now_secs: u64,
+) -> Outgoing {
+    let request_id = uuid_like();
+    let mut headers = vec![
+        ("content-type".to_string(), "application/json".to_string()),
+        (
+            "user-agent".into(),
+            "pointhook-sandbox WebHook v1.0 order".into(),
+        ),
+        ("x-request-id".into(), request_id.clone()),
+        ("x-retry".into(), "0".into()),
+        ("x-socket-timeout".into(), "22000".into()),
+    ];
+    if let Some(secret) = secret {
+        headers.push((
+            "x-signature".into(),
+            verify::sign(secret.as_bytes(), Some(id), Some(&request_id), now_secs),
+        ));
+    }
+    Outgoing {
+        url: with_query(url, &[("data.id", id), ("type", "order")]),
+        form: super::dispatch::Form::Webhook,
+        topic: "order".into(),
+        resource_id: id.to_string(),
+        body: json!({
+            "action": action,
+            "api_version": "v1",
+            "application_id": application_id,
+            "data": data,
+            "date_created": now_iso,
+            "live_mode": false,
+            "type": "order",
+            "user_id": user_id,
+        }),
+        headers,
+    }
+}
+
 /// The fraud alert's webhook type; the platform never retries it.
 pub const FRAUD_WEBHOOK: &str = "stop_delivery_op_wh";
 

@@ -22,6 +22,7 @@ mod protections;
 mod reconcile;
 mod robustness;
 mod sandbox;
+mod sandbox_orders;
 mod signatures;
 mod store;
 mod tools;
