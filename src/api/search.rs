@@ -16,14 +16,24 @@ pub struct PaymentPage {
     pub results: Vec<FoundPayment>,
 }
 
+/// Paging as the searches write it: numbers, or (the Orders API) numbers
+/// in strings.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct Paging {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "loose_count")]
     pub total: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "loose_count")]
     pub limit: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "loose_count")]
     pub offset: Option<u64>,
+}
+
+fn loose_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    })
 }
 
 /// A payment as a search lists it: what says it changed, and what to fetch.
