@@ -39,11 +39,12 @@ CREATE TABLE IF NOT EXISTS presets (
     value   TEXT NOT NULL,
     PRIMARY KEY (account, name)
 ) STRICT;
-CREATE TABLE IF NOT EXISTS refunds (
+CREATE TABLE IF NOT EXISTS payment_refunds (
+    id              INTEGER PRIMARY KEY,     -- the refund's id
     payment_id      TEXT NOT NULL,
-    idempotency_key TEXT NOT NULL,
-    body            TEXT NOT NULL,
-    PRIMARY KEY (payment_id, idempotency_key)
+    idempotency_key TEXT,                    -- NULL: sent without one
+    body            TEXT NOT NULL,           -- JSON, as the API serves it
+    UNIQUE (payment_id, idempotency_key)
 ) STRICT;
 CREATE TABLE IF NOT EXISTS dispatches (
     id          INTEGER PRIMARY KEY,
