@@ -6,7 +6,8 @@
 //! - `db`: state in SQLite; `resources`: the platform API; `control`: the
 //!   control API; `shapes`: notification bodies as the platform sends them;
 //!   `dispatch`: the queue, the schedule and the attempts; `payments`,
-//!   `refunds`: changing payments as the resources API lets a seller.
+//!   `refunds`, `merchant_orders`: changing resources as the resources API
+//!   lets a seller.
 //!
 //! Time comes from the clock it is given, so tests can run the whole
 //! 96-hour schedule on a virtual clock (`run_due` after advancing it).
@@ -19,6 +20,7 @@ pub mod dispatch;
 pub mod faults;
 mod intents;
 pub mod mail;
+mod merchant_orders;
 mod payments;
 mod refunds;
 mod resources;

@@ -11,7 +11,7 @@ use super::Sandbox;
 use super::accounts::{self, AccountRow};
 use super::db;
 use super::faults::Call;
-use super::{changes, intents, payments, refunds, search};
+use super::{changes, intents, merchant_orders, payments, refunds, search};
 use crate::http::response::{self, Body};
 use crate::money::Money;
 
@@ -94,6 +94,10 @@ pub(super) async fn handle(
         (&Method::GET, ["v1", "payments", id, "refunds"]) => refunds::list(sb, &account, id).await,
         (&Method::GET, ["v1", "payments", id, "refunds", refund]) => {
             refunds::get(sb, &account, id, refund).await
+        }
+        (&Method::POST, ["merchant_orders"]) => merchant_orders::create(sb, &account, &body).await,
+        (&Method::PUT, ["merchant_orders", id]) => {
+            merchant_orders::update(sb, &account, id, &body).await
         }
         (&Method::GET, ["merchant_orders", id]) => {
             get(
