@@ -116,3 +116,17 @@ pub(super) fn add_device(conn: &Connection, account: &str, device: &str) -> rusq
     )?;
     Ok(())
 }
+
+/// Whether `account` has a device called `device`, and its operating mode.
+pub(super) fn device_mode(
+    conn: &Connection,
+    account: &str,
+    device: &str,
+) -> rusqlite::Result<Option<String>> {
+    conn.query_row(
+        "SELECT mode FROM devices WHERE account = ?1 AND device_id = ?2",
+        params![account, device],
+        |r| r.get(0),
+    )
+    .optional()
+}

@@ -6,8 +6,8 @@
 //! - `db`: state in SQLite; `resources`: the platform API; `control`: the
 //!   control API; `shapes`: notification bodies as the platform sends them;
 //!   `dispatch`: the queue, the schedule and the attempts; `payments`,
-//!   `refunds`, `merchant_orders`: changing resources as the resources API
-//!   lets a seller.
+//!   `refunds`, `merchant_orders`, `devices`: changing resources as the
+//!   resources API lets a seller.
 //!
 //! Time comes from the clock it is given, so tests can run the whole
 //! 96-hour schedule on a virtual clock (`run_due` after advancing it).
@@ -16,6 +16,7 @@ mod accounts;
 mod changes;
 mod control;
 pub mod db;
+mod devices;
 pub mod dispatch;
 pub mod faults;
 mod intents;

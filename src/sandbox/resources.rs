@@ -11,7 +11,7 @@ use super::Sandbox;
 use super::accounts::{self, AccountRow};
 use super::db;
 use super::faults::Call;
-use super::{changes, intents, merchant_orders, payments, refunds, search};
+use super::{changes, devices, intents, merchant_orders, payments, refunds, search};
 use crate::http::response::{self, Body};
 use crate::money::Money;
 
@@ -77,9 +77,6 @@ pub(super) async fn handle(
         (&Method::GET, ["v1", "chargebacks", "search"]) => {
             search::chargebacks(sb, &account, &query).await
         }
-        (&Method::GET, ["point", "integration-api", "payment-intents", "events"]) => {
-            search::intent_events(sb, &account, &query).await
-        }
         (&Method::GET, ["v1", "payments", id]) => {
             get(sb, &account, "payment", id, "Payment not found").await
         }
@@ -99,6 +96,9 @@ pub(super) async fn handle(
         (&Method::PUT, ["merchant_orders", id]) => {
             merchant_orders::update(sb, &account, id, &body).await
         }
+        (_, ["point", "integration-api", rest @ ..]) => {
+            point(sb, &account, &method, rest, &query, &body).await
+        }
         (&Method::GET, ["merchant_orders", id]) => {
             get(
                 sb,
@@ -112,23 +112,51 @@ pub(super) async fn handle(
         (&Method::GET, ["v1", "chargebacks", id]) => {
             get(sb, &account, "chargeback", id, "Chargeback not found").await
         }
-        (&Method::GET, ["point", "integration-api", "payment-intents", id]) => {
+        _ => Ok(platform_error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!("no resource at {method} {path}"),
+            &[],
+        )),
+    }
+}
+
+/// The point-of-sale API (`/point/integration-api/…`): devices, payment
+/// intents, intent events, the integrator.
+async fn point(
+    sb: &std::sync::Arc<Sandbox>,
+    account: &AccountRow,
+    method: &Method,
+    rest: &[&str],
+    query: &str,
+    body: &[u8],
+) -> anyhow::Result<Response<Body>> {
+    match (method, rest) {
+        (&Method::GET, ["devices"]) => devices::list(sb, account, query).await,
+        (&Method::PATCH, ["devices", device]) => {
+            devices::change_mode(sb, account, device, body).await
+        }
+        (&Method::GET, ["payment-intents", "events"]) => {
+            search::intent_events(sb, account, query).await
+        }
+        (&Method::GET, ["payment-intents", id]) => {
             get(
                 sb,
-                &account,
+                account,
                 "payment_intent",
                 id,
                 "Payment intent not found",
             )
             .await
         }
-        (_, ["point", "integration-api", "integrator"]) => {
-            intents::integrator(sb, &account, &method, &body).await
-        }
+        (_, ["integrator"]) => intents::integrator(sb, account, method, body).await,
         _ => Ok(platform_error(
             StatusCode::NOT_FOUND,
             "not_found",
-            &format!("no resource at {method} {path}"),
+            &format!(
+                "no resource at {method} /point/integration-api/{}",
+                rest.join("/")
+            ),
             &[],
         )),
     }
