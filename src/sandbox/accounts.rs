@@ -117,6 +117,17 @@ pub(super) fn add_device(conn: &Connection, account: &str, device: &str) -> rusq
     Ok(())
 }
 
+/// The account called `name`, for work that runs outside a request (the
+/// emulated terminals).
+pub(super) fn by_name(conn: &Connection, name: &str) -> rusqlite::Result<Option<AccountRow>> {
+    conn.query_row(
+        &format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE name = ?1"),
+        [name],
+        account_row,
+    )
+    .optional()
+}
+
 /// Whether `account` has a device called `device`, and its operating mode.
 pub(super) fn device_mode(
     conn: &Connection,

@@ -2,9 +2,11 @@
 #![allow(clippy::result_large_err)]
 
 //! Point devices: the list the point-of-sale API gives
-//! (`GET /point/integration-api/devices`, paged), and a change of operating
+//! (`GET /point/integration-api/devices`, paged), a change of operating
 //! mode (`PATCH /point/integration-api/devices/{id}`, which is also a
-//! device event for the e-mail channel).
+//! device event for the e-mail channel), and, on the control API, the
+//! preset that says how a device's terminal ends the intents it takes
+//! (`POST`/`DELETE /sandbox/devices/{id}/preset`).
 
 use http::{Response, StatusCode};
 use rusqlite::params;
@@ -12,6 +14,8 @@ use serde_json::{Value, json};
 
 use super::Sandbox;
 use super::accounts::{AccountRow, device_mode};
+use super::control::control_error;
+use super::intents::{FinalState, PAYMENT_STATUSES};
 use super::resources::{ok_json, platform_error};
 use crate::http::classify::Query;
 use crate::http::response::Body;
@@ -21,7 +25,7 @@ use crate::http::response::Body;
 const PAGE: u64 = 50;
 
 /// The documented answer for a device that is not the account's.
-fn not_owned(device: &str) -> Response<Body> {
+pub(super) fn not_owned(device: &str) -> Response<Body> {
     platform_error(
         StatusCode::FORBIDDEN,
         "forbidden",
@@ -138,4 +142,94 @@ pub(super) async fn change_mode(
     }
     sb.queued();
     Ok(ok_json(StatusCode::OK, &json!({"operating_mode": mode})))
+}
+
+/// `POST /sandbox/devices/{id}/preset` `{"state":…,"payment_status"?}`: every
+/// intent the device takes from now on ends in that state (FINISHED with an
+/// approved payment when no preset is set). The preset stays until replaced
+/// or deleted.
+pub(super) async fn set_preset(
+    sb: &Sandbox,
+    account: &AccountRow,
+    device: &str,
+    v: &Value,
+) -> anyhow::Result<Response<Body>> {
+    let Some(state) = v
+        .get("state")
+        .and_then(Value::as_str)
+        .and_then(FinalState::parse)
+    else {
+        return Ok(control_error(
+            StatusCode::BAD_REQUEST,
+            &format!("state must be {}", FinalState::NAMES),
+        ));
+    };
+    let status = match v.get("payment_status") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if PAYMENT_STATUSES.contains(&s.as_str()) => Some(s.clone()),
+        Some(_) => {
+            return Ok(control_error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "payment_status must be one of {}",
+                    PAYMENT_STATUSES.join(", ")
+                ),
+            ));
+        }
+    };
+    let (name, id) = (account.name.clone(), device.to_string());
+    let known = sb
+        .db
+        .call(move |c| {
+            if device_mode(c, &name, &id)?.is_none() {
+                return Ok(false);
+            }
+            c.execute(
+                "INSERT INTO device_presets (account, device_id, outcome, payment_status)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (account, device_id) DO UPDATE SET outcome = excluded.outcome,
+                     payment_status = excluded.payment_status",
+                params![name, id, state, status],
+            )?;
+            Ok(true)
+        })
+        .await?;
+    if !known {
+        return Ok(no_device());
+    }
+    Ok(ok_json(StatusCode::OK, v))
+}
+
+/// `DELETE /sandbox/devices/{id}/preset`: the device's intents finish
+/// approved again.
+pub(super) async fn clear_preset(
+    sb: &Sandbox,
+    account: &AccountRow,
+    device: &str,
+) -> anyhow::Result<Response<Body>> {
+    let (name, id) = (account.name.clone(), device.to_string());
+    let known = sb
+        .db
+        .call(move |c| {
+            if device_mode(c, &name, &id)?.is_none() {
+                return Ok(false);
+            }
+            c.execute(
+                "DELETE FROM device_presets WHERE account = ?1 AND device_id = ?2",
+                params![name, id],
+            )?;
+            Ok(true)
+        })
+        .await?;
+    if !known {
+        return Ok(no_device());
+    }
+    Ok(ok_json(StatusCode::OK, &json!({"cleared": true})))
+}
+
+fn no_device() -> Response<Body> {
+    control_error(
+        StatusCode::NOT_FOUND,
+        "no such device for this account (POST /sandbox/devices first)",
+    )
 }

@@ -11,7 +11,7 @@ use super::Sandbox;
 use super::accounts::{self, AccountRow};
 use super::db;
 use super::faults::Call;
-use super::{changes, devices, intents, merchant_orders, payments, refunds, search};
+use super::{changes, devices, intents, merchant_orders, payments, refunds, search, terminals};
 use crate::http::response::{self, Body};
 use crate::money::Money;
 
@@ -122,7 +122,7 @@ pub(super) async fn handle(
 }
 
 /// The point-of-sale API (`/point/integration-api/…`): devices, payment
-/// intents, intent events, the integrator.
+/// intents on them, intent events, the integrator.
 async fn point(
     sb: &std::sync::Arc<Sandbox>,
     account: &AccountRow,
@@ -136,18 +136,18 @@ async fn point(
         (&Method::PATCH, ["devices", device]) => {
             devices::change_mode(sb, account, device, body).await
         }
+        (&Method::POST, ["devices", device, "payment-intents"]) => {
+            terminals::create(sb, account, device, body).await
+        }
+        (&Method::DELETE, ["devices", device, "payment-intents", id]) => {
+            terminals::cancel(sb, account, device, id).await
+        }
         (&Method::GET, ["payment-intents", "events"]) => {
             search::intent_events(sb, account, query).await
         }
-        (&Method::GET, ["payment-intents", id]) => {
-            get(
-                sb,
-                account,
-                "payment_intent",
-                id,
-                "Payment intent not found",
-            )
-            .await
+        (&Method::GET, ["payment-intents", id]) => get_intent(sb, account, id).await,
+        (&Method::GET, ["payment-intents", id, "events"]) => {
+            terminals::last_event(sb, account, id).await
         }
         (_, ["integrator"]) => intents::integrator(sb, account, method, body).await,
         _ => Ok(platform_error(
@@ -201,6 +201,24 @@ async fn get(
             missing,
             &[(2000, missing)],
         ),
+    })
+}
+
+/// `GET /point/integration-api/payment-intents/{id}`, with the documented
+/// answer for an intent that does not exist.
+async fn get_intent(
+    sb: &Sandbox,
+    account: &AccountRow,
+    id: &str,
+) -> anyhow::Result<Response<Body>> {
+    let id = id.to_string();
+    let found = sb
+        .db
+        .call(move |c| db::get_resource(c, "payment_intent", &id))
+        .await?;
+    Ok(match found {
+        Some((owner, body)) if owner == account.name => ok_json(StatusCode::OK, &body),
+        _ => terminals::intent_not_found(),
     })
 }
 
