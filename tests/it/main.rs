@@ -21,6 +21,7 @@ mod protections;
 mod reconcile;
 mod robustness;
 mod sandbox;
+mod sandbox_sdk;
 mod signatures;
 mod store;
 mod tools;
