@@ -1,11 +1,14 @@
 //! The sandbox answers the calls of the official SDKs: payments captured
 //! and refunded, merchant orders created and changed, Point devices and
 //! intents on emulated terminals, with the platform's status codes and
-//! error bodies.
+//! error bodies; and the Python SDK itself driving the sandbox with
+//! pointhook receiving (skipped, with one line, when the SDK is not
+//! installed; failing instead when `POINTHOOK_TEST_SDK_REQUIRED=1`).
 
 mod end_to_end;
 mod merchant_orders;
 mod point;
+mod python;
 
 use std::sync::Arc;
 use std::time::SystemTime;
