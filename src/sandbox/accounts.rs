@@ -116,3 +116,28 @@ pub(super) fn add_device(conn: &Connection, account: &str, device: &str) -> rusq
     )?;
     Ok(())
 }
+
+/// The account called `name`, for work that runs outside a request (the
+/// emulated terminals).
+pub(super) fn by_name(conn: &Connection, name: &str) -> rusqlite::Result<Option<AccountRow>> {
+    conn.query_row(
+        &format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE name = ?1"),
+        [name],
+        account_row,
+    )
+    .optional()
+}
+
+/// Whether `account` has a device called `device`, and its operating mode.
+pub(super) fn device_mode(
+    conn: &Connection,
+    account: &str,
+    device: &str,
+) -> rusqlite::Result<Option<String>> {
+    conn.query_row(
+        "SELECT mode FROM devices WHERE account = ?1 AND device_id = ?2",
+        params![account, device],
+        |r| r.get(0),
+    )
+    .optional()
+}

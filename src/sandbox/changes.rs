@@ -34,6 +34,8 @@ pub(super) fn payment_body(
         "live_mode": false,
         "payment_method_id": "visa",
         "payment_type_id": "credit_card",
+        "captured": status != "authorized",
+        "refunds": [],
     });
     if let Some(o) = order {
         p["order"] = json!({"id": o, "type": "mercadopago"});
@@ -48,6 +50,7 @@ pub(super) fn status_detail(status: &str) -> &'static str {
         "rejected" => "cc_rejected_other_reason",
         "cancelled" => "by_collector",
         "refunded" => "refunded",
+        "authorized" => "pending_capture",
         _ => "",
     }
 }
@@ -56,7 +59,9 @@ pub(super) fn amount_json(m: Money) -> Value {
     serde_json::from_str(&m.to_string()).unwrap_or(Value::Null)
 }
 
-/// The resource if it exists and belongs to `account`.
+/// The resource if it exists, belongs to `account` and is a JSON object.
+/// A resource a tester stored as anything else (`PUT /sandbox/resources`)
+/// is served as it is but cannot be changed: it counts as absent here.
 pub(super) async fn owned(
     sb: &Sandbox,
     account: &AccountRow,
@@ -66,7 +71,7 @@ pub(super) async fn owned(
     let id = id.to_string();
     let found = sb.db.call(move |c| db::get_resource(c, kind, &id)).await?;
     Ok(found
-        .filter(|(owner, _)| *owner == account.name)
+        .filter(|(owner, body)| *owner == account.name && body.is_object())
         .map(|(_, body)| body))
 }
 
@@ -83,28 +88,21 @@ pub(super) async fn save_payment(
         .db
         .call(move |conn| {
             let tx = conn.transaction()?;
-            let mut p = p;
-            p["date_last_updated"] = json!(rfc3339(now));
-            let id = shapes::json_id_text(&p["id"]);
-            db::put_resource(&tx, "payment", &id, &name, &p, None)?;
-            let order_id = p.pointer("/order/id").map(shapes::json_id_text);
-            if let Some(oid) = &order_id
-                && let Some((_, mut order)) = db::get_resource(&tx, "merchant_order", oid)?
-            {
-                if let Some(list) = order["payments"].as_array_mut() {
-                    for entry in list.iter_mut().filter(|e| e["id"] == p["id"]) {
-                        entry["status"] = p["status"].clone();
-                        entry["status_detail"] = p["status_detail"].clone();
-                    }
-                }
-                refresh_order(&mut order);
-                order["last_updated"] = json!(rfc3339(now));
-                db::put_resource(&tx, "merchant_order", oid, &name, &order, None)?;
-            }
+            let order_id = store_payment(&tx, &name, &p, now)?;
             tx.commit()?;
             Ok(order_id)
         })
         .await?;
+    announce_payment(sb, account, payment, order_id).await
+}
+
+/// Announces a payment stored by `store_payment` (and its order's change).
+pub(super) async fn announce_payment(
+    sb: &Sandbox,
+    account: &AccountRow,
+    payment: &Value,
+    order_id: Option<String>,
+) -> anyhow::Result<()> {
     let id = shapes::json_id_text(&payment["id"]);
     announce(sb, account, "payment", &id, "payment.updated").await?;
     if let Some(oid) = order_id {
@@ -113,8 +111,54 @@ pub(super) async fn save_payment(
     Ok(())
 }
 
+/// Stores a changed payment and mirrors its status and refunds into its
+/// merchant order, inside the caller's transaction; returns the order's
+/// id when it has one.
+pub(super) fn store_payment(
+    tx: &rusqlite::Connection,
+    account: &str,
+    payment: &Value,
+    now: i64,
+) -> rusqlite::Result<Option<String>> {
+    let mut p = payment.clone();
+    if let Some(fields) = p.as_object_mut() {
+        fields.insert("date_last_updated".into(), json!(rfc3339(now)));
+    }
+    let id = shapes::json_id_text(&p["id"]);
+    db::put_resource(tx, "payment", &id, account, &p, None)?;
+    let order_id = p.pointer("/order/id").map(shapes::json_id_text);
+    if let Some(oid) = &order_id
+        && let Some((_, mut order)) = db::get_resource(tx, "merchant_order", oid)?
+        && order.is_object()
+    {
+        if let Some(list) = order["payments"].as_array_mut() {
+            let entries = list
+                .iter_mut()
+                .filter_map(Value::as_object_mut)
+                .filter(|e| e.get("id") == Some(&p["id"]));
+            for entry in entries {
+                for (to, from) in [
+                    ("status", "status"),
+                    ("status_detail", "status_detail"),
+                    ("amount_refunded", "transaction_amount_refunded"),
+                    ("transaction_amount", "transaction_amount"),
+                ] {
+                    entry.insert(to.into(), p[from].clone());
+                }
+            }
+        }
+        refresh_order(&mut order);
+        order["last_updated"] = json!(rfc3339(now));
+        db::put_resource(tx, "merchant_order", oid, account, &order, None)?;
+    }
+    Ok(order_id)
+}
+
 /// Paid amount and order status from the payments.
 pub(super) fn refresh_order(order: &mut Value) {
+    if !order.is_object() {
+        return;
+    }
     let paid = Money::checked_sum(
         order["payments"]
             .as_array()
@@ -124,8 +168,17 @@ pub(super) fn refresh_order(order: &mut Value) {
             .filter_map(|p| Money::parse(&p["transaction_amount"].to_string())),
     )
     .unwrap_or(Money::ZERO);
+    let refunded = Money::checked_sum(
+        order["payments"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| Money::parse(&p["amount_refunded"].to_string())),
+    )
+    .unwrap_or(Money::ZERO);
     let total = Money::parse(&order["total_amount"].to_string()).unwrap_or(Money::ZERO);
     order["paid_amount"] = amount_json(paid);
+    order["refunded_amount"] = amount_json(refunded);
     order["order_status"] = json!(if paid >= total {
         "paid"
     } else {

@@ -273,6 +273,13 @@ pub(super) async fn handle(
             sb.db.call(move |c| add_device(c, &name, &device)).await?;
             Ok(ok_json(StatusCode::CREATED, &v))
         }
+        (&Method::POST, ["devices", device, "preset"]) => {
+            let v = body_or_refuse!(req);
+            super::devices::set_preset(sb, &account, device, &v).await
+        }
+        (&Method::DELETE, ["devices", device, "preset"]) => {
+            super::devices::clear_preset(sb, &account, device).await
+        }
         (&Method::POST, ["devices", device, "events"]) => {
             let v = body_or_refuse!(req);
             let event = v.get("event").and_then(Value::as_str).unwrap_or_default();

@@ -39,12 +39,30 @@ CREATE TABLE IF NOT EXISTS presets (
     value   TEXT NOT NULL,
     PRIMARY KEY (account, name)
 ) STRICT;
-CREATE TABLE IF NOT EXISTS refunds (
+CREATE TABLE IF NOT EXISTS payment_refunds (
+    id              INTEGER PRIMARY KEY,     -- the refund's id
     payment_id      TEXT NOT NULL,
-    idempotency_key TEXT NOT NULL,
-    body            TEXT NOT NULL,
-    PRIMARY KEY (payment_id, idempotency_key)
+    idempotency_key TEXT,                    -- NULL: sent without one
+    body            TEXT NOT NULL,           -- JSON, as the API serves it
+    UNIQUE (payment_id, idempotency_key)
 ) STRICT;
+CREATE TABLE IF NOT EXISTS device_presets (
+    account        TEXT NOT NULL,
+    device_id      TEXT NOT NULL,
+    outcome        INTEGER NOT NULL,         -- sandbox::terminals::Outcome
+    payment_status TEXT,                     -- NULL: approved
+    PRIMARY KEY (account, device_id)
+) STRICT;
+CREATE TABLE IF NOT EXISTS terminal_steps (
+    intent_id      TEXT PRIMARY KEY,
+    account        TEXT NOT NULL,
+    device_id      TEXT NOT NULL,
+    next           INTEGER NOT NULL,         -- sandbox::terminals::Step
+    due_at         INTEGER NOT NULL,         -- sandbox clock, ms
+    outcome        INTEGER NOT NULL,         -- sandbox::terminals::Outcome
+    payment_status TEXT
+) STRICT;
+CREATE INDEX IF NOT EXISTS terminal_steps_due ON terminal_steps (due_at);
 CREATE TABLE IF NOT EXISTS dispatches (
     id          INTEGER PRIMARY KEY,
     account     TEXT    NOT NULL,

@@ -166,7 +166,10 @@ impl Sandbox {
             if let Err(e) = self.send_due_mails().await {
                 tracing::error!(error = %e, "mailer failed");
             }
-            let next = self
+            if let Err(e) = self.run_terminals().await {
+                tracing::error!(error = %e, "emulated terminals failed");
+            }
+            let next_dispatch = self
                 .db
                 .call(|c| {
                     c.query_row(
@@ -178,6 +181,8 @@ impl Sandbox {
                 .await
                 .ok()
                 .flatten();
+            let next_step = self.next_terminal_step().await.ok().flatten();
+            let next = next_dispatch.into_iter().chain(next_step).min();
             // Sandbox time to real time: the clock moves at real speed.
             let wait =
                 next.map_or(IDLE_MAX, |at| {

@@ -1,8 +1,9 @@
 // A refusal here is the response itself, built once and returned by value.
 #![allow(clippy::result_large_err)]
 
-//! Payment intents on the control API, and the integrator configuration
-//! (`/point/integration-api/integrator`).
+//! Payment intents on the control API, their final states (what a terminal
+//! ends an intent with: shared with `terminals`), and the integrator
+//! configuration (`/point/integration-api/integrator`).
 
 use http::{Method, Response, StatusCode};
 use rusqlite::params;
@@ -16,6 +17,7 @@ use super::db;
 use super::dispatch;
 use super::resources::{ok_json, platform_error};
 use super::shapes;
+use super::sql_enum::sql_enum;
 use crate::clock::rfc3339;
 use crate::http::response::Body;
 use crate::money::Money;
@@ -53,63 +55,157 @@ pub(super) async fn create_intent(
     Ok(ok_json(StatusCode::CREATED, &intent))
 }
 
-/// Moves an intent to a final state; FINISHED and CONFIRMATION_REQUIRED
-/// come with a payment (approved unless `payment_status` says otherwise).
+/// The final states of a payment intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i16)]
+pub(super) enum FinalState {
+    Finished = 1,
+    ConfirmationRequired = 2,
+    Canceled = 3,
+    Error = 4,
+    Abandoned = 5,
+}
+
+sql_enum!(FinalState {
+    Finished,
+    ConfirmationRequired,
+    Canceled,
+    Error,
+    Abandoned,
+});
+
+impl FinalState {
+    pub(super) const NAMES: &'static str =
+        "FINISHED, CONFIRMATION_REQUIRED, CANCELED, ERROR or ABANDONED";
+
+    pub(super) fn parse(s: &str) -> Option<FinalState> {
+        Some(match s {
+            "FINISHED" => FinalState::Finished,
+            "CONFIRMATION_REQUIRED" => FinalState::ConfirmationRequired,
+            "CANCELED" => FinalState::Canceled,
+            "ERROR" => FinalState::Error,
+            "ABANDONED" => FinalState::Abandoned,
+            _ => return None,
+        })
+    }
+
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            FinalState::Finished => "FINISHED",
+            FinalState::ConfirmationRequired => "CONFIRMATION_REQUIRED",
+            FinalState::Canceled => "CANCELED",
+            FinalState::Error => "ERROR",
+            FinalState::Abandoned => "ABANDONED",
+        }
+    }
+
+    /// Whether the terminal charged a card on the way (a payment exists).
+    fn with_payment(self) -> bool {
+        matches!(
+            self,
+            FinalState::Finished | FinalState::ConfirmationRequired
+        )
+    }
+}
+
+/// The payment statuses a terminal's payment can be made with.
+pub(super) const PAYMENT_STATUSES: [&str; 4] = ["approved", "rejected", "in_process", "pending"];
+
+/// `POST /sandbox/payment_intents/{id}/state`: moves an intent to a final
+/// state at once.
 pub(super) async fn move_intent(
     sb: &Sandbox,
     account: &AccountRow,
     id: &str,
     v: &Value,
 ) -> anyhow::Result<Response<Body>> {
-    let state = v
+    let Some(state) = v
         .get("state")
         .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    if !matches!(
-        state.as_str(),
-        "FINISHED" | "CONFIRMATION_REQUIRED" | "CANCELED" | "ERROR"
-    ) {
+        .and_then(FinalState::parse)
+    else {
         return Ok(control_error(
             StatusCode::BAD_REQUEST,
-            "state must be FINISHED, CONFIRMATION_REQUIRED, CANCELED or ERROR",
-        ));
-    }
-    let Some(mut intent) = owned(sb, account, "payment_intent", id).await? else {
-        return Ok(control_error(
-            StatusCode::NOT_FOUND,
-            &format!("no payment intent {id}"),
+            &format!("state must be {}", FinalState::NAMES),
         ));
     };
-    intent["state"] = json!(state);
-    if matches!(state.as_str(), "FINISHED" | "CONFIRMATION_REQUIRED") {
-        let status = v
-            .get("payment_status")
-            .and_then(Value::as_str)
-            .unwrap_or("approved")
-            .to_string();
+    let status = match v.get("payment_status") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if PAYMENT_STATUSES.contains(&s.as_str()) => Some(s.clone()),
+        Some(_) => {
+            return Ok(control_error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "payment_status must be one of {}",
+                    PAYMENT_STATUSES.join(", ")
+                ),
+            ));
+        }
+    };
+    Ok(match finish(sb, account, id, state, status).await? {
+        Some(intent) => ok_json(StatusCode::OK, &intent),
+        None => control_error(StatusCode::NOT_FOUND, &format!("no payment intent {id}")),
+    })
+}
+
+/// Moves an intent to a final state as its terminal would: FINISHED and
+/// CONFIRMATION_REQUIRED come with a real payment (approved unless
+/// `payment_status` says otherwise); the state is recorded as an intent
+/// event, the intent webhook goes to the webhook URL (Point Integrations
+/// events, when activated) and the `point_integration_ipn` IPN is
+/// announced. `None`: no such intent.
+pub(super) async fn finish(
+    sb: &Sandbox,
+    account: &AccountRow,
+    id: &str,
+    state: FinalState,
+    payment_status: Option<String>,
+) -> anyhow::Result<Option<Value>> {
+    let Some(mut intent) = owned(sb, account, "payment_intent", id).await? else {
+        return Ok(None);
+    };
+    intent["state"] = json!(state.as_str());
+    if state.with_payment() {
+        let status = payment_status.unwrap_or_else(|| "approved".into());
         let amount = Money::from_cents(intent["amount"].as_i64().unwrap_or(0));
+        let reference = intent
+            .pointer("/additional_info/external_reference")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let kind = intent
+            .pointer("/payment/type")
+            .and_then(Value::as_str)
+            .unwrap_or("credit_card")
+            .to_string();
         let (name, now) = (account.name.clone(), sb.now());
         let payment = sb
             .db
             .call(move |c| {
                 let pid = db::next_id(c, "payment", 1_300_000_001)?;
-                let p = payment_body(pid, &status, amount, None, None, now);
+                let mut p = payment_body(pid, &status, amount, None, None, now);
+                p["external_reference"] = reference;
+                p["payment_type_id"] = json!(kind);
                 db::put_resource(c, "payment", &pid.to_string(), &name, &p, None)?;
                 Ok(p)
             })
             .await?;
-        let device_state = if state == "FINISHED" {
+        let device_state = if state == FinalState::Finished {
             payment["status"].clone()
         } else {
             json!("")
         };
-        intent["payment"] =
-            json!({"id": payment["id"], "state": device_state, "type": "credit_card"});
+        let mut attached = match intent.get("payment") {
+            Some(Value::Object(m)) => m.clone(),
+            _ => serde_json::Map::new(),
+        };
+        attached.insert("id".into(), payment["id"].clone());
+        attached.insert("state".into(), device_state);
+        attached
+            .entry("type")
+            .or_insert_with(|| json!("credit_card"));
+        intent["payment"] = Value::Object(attached);
     }
     save(sb, account, "payment_intent", id, &intent).await?;
-    // The intent webhook (Point Integrations events, when activated) and
-    // the point_integration_ipn IPN.
     if let Some(url) = account.webhook_url.clone() {
         let now = sb.now();
         let out = shapes::intent(
@@ -124,7 +220,7 @@ pub(super) async fn move_intent(
             .await?;
     }
     announce(sb, account, "point_integration_ipn", id, "state_changed").await?;
-    Ok(ok_json(StatusCode::OK, &intent))
+    Ok(Some(intent))
 }
 
 /// `PATCH`/`GET /point/integration-api/integrator`.

@@ -3,26 +3,35 @@
 //! `/sandbox/…` to create and change resources, and dispatches IPNs and
 //! webhooks on the platform's retry schedule, scaled by `time_scale`.
 //!
-//! - `db`: state in SQLite; `resources`: the platform API; `control`: the
-//!   control API; `shapes`: notification bodies as the platform sends them;
-//!   `dispatch`: the queue, the schedule and the attempts.
+//! - `db`: state in SQLite; `resources`: the platform API's routes (one
+//!   function each, most in a module of their own: `payments` updates,
+//!   `refunds`, `merchant_orders`, `devices`, `terminals`, `search`);
+//!   `control`: the control API; `shapes`: notification bodies as the
+//!   platform sends them; `dispatch`: the queue, the schedule and the
+//!   attempts; `terminals`: emulated Point terminals moving intents.
 //!
 //! Time comes from the clock it is given, so tests can run the whole
-//! 96-hour schedule on a virtual clock (`run_due` after advancing it).
+//! 96-hour schedule on a virtual clock (`run_due`, `run_terminals` after
+//! advancing it).
 
 mod accounts;
 mod changes;
 mod control;
 pub mod db;
+mod devices;
 pub mod dispatch;
 pub mod faults;
 mod intents;
 pub mod mail;
 mod orders;
+mod merchant_orders;
+mod payments;
+mod refunds;
 mod resources;
 mod search;
 pub mod shapes;
 mod sql_enum;
+pub mod terminals;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -11,7 +11,7 @@ use super::Sandbox;
 use super::accounts::{self, AccountRow};
 use super::db;
 use super::faults::Call;
-use super::{changes, intents, search};
+use super::{changes, devices, intents, merchant_orders, payments, refunds, search, terminals};
 use crate::http::response::{self, Body};
 use crate::money::Money;
 
@@ -77,19 +77,27 @@ pub(super) async fn handle(
         (&Method::GET, ["v1", "chargebacks", "search"]) => {
             search::chargebacks(sb, &account, &query).await
         }
-        (&Method::GET, ["point", "integration-api", "payment-intents", "events"]) => {
-            search::intent_events(sb, &account, &query).await
-        }
         (&Method::GET, ["v1", "payments", id]) => {
             get(sb, &account, "payment", id, "Payment not found").await
         }
-        (&Method::PUT, ["v1", "payments", id]) => cancel_payment(sb, &account, id, &body).await,
+        (&Method::PUT, ["v1", "payments", id]) => payments::update(sb, &account, id, &body).await,
         (&Method::POST, ["v1", "payments", id, "refunds"]) => {
             let key = headers
                 .get("x-idempotency-key")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            refund_payment(sb, &account, id, key).await
+            refunds::create(sb, &account, id, key, &body).await
+        }
+        (&Method::GET, ["v1", "payments", id, "refunds"]) => refunds::list(sb, &account, id).await,
+        (&Method::GET, ["v1", "payments", id, "refunds", refund]) => {
+            refunds::get(sb, &account, id, refund).await
+        }
+        (&Method::POST, ["merchant_orders"]) => merchant_orders::create(sb, &account, &body).await,
+        (&Method::PUT, ["merchant_orders", id]) => {
+            merchant_orders::update(sb, &account, id, &body).await
+        }
+        (_, ["point", "integration-api", rest @ ..]) => {
+            point(sb, &account, &method, rest, &query, &body).await
         }
         (&Method::GET, ["merchant_orders", id]) => {
             get(
@@ -104,19 +112,6 @@ pub(super) async fn handle(
         (&Method::GET, ["v1", "chargebacks", id]) => {
             get(sb, &account, "chargeback", id, "Chargeback not found").await
         }
-        (&Method::GET, ["point", "integration-api", "payment-intents", id]) => {
-            get(
-                sb,
-                &account,
-                "payment_intent",
-                id,
-                "Payment intent not found",
-            )
-            .await
-        }
-        (_, ["point", "integration-api", "integrator"]) => {
-            intents::integrator(sb, &account, &method, &body).await
-        }
         (_, ["v1", "orders", ..] | ["terminals", "v1", ..]) => {
             super::orders::handle(sb, &account, &req, &body).await
         }
@@ -124,6 +119,47 @@ pub(super) async fn handle(
             StatusCode::NOT_FOUND,
             "not_found",
             &format!("no resource at {method} {path}"),
+            &[],
+        )),
+    }
+}
+
+/// The point-of-sale API (`/point/integration-api/…`): devices, payment
+/// intents on them, intent events, the integrator.
+async fn point(
+    sb: &std::sync::Arc<Sandbox>,
+    account: &AccountRow,
+    method: &Method,
+    rest: &[&str],
+    query: &str,
+    body: &[u8],
+) -> anyhow::Result<Response<Body>> {
+    match (method, rest) {
+        (&Method::GET, ["devices"]) => devices::list(sb, account, query).await,
+        (&Method::PATCH, ["devices", device]) => {
+            devices::change_mode(sb, account, device, body).await
+        }
+        (&Method::POST, ["devices", device, "payment-intents"]) => {
+            terminals::create(sb, account, device, body).await
+        }
+        (&Method::DELETE, ["devices", device, "payment-intents", id]) => {
+            terminals::cancel(sb, account, device, id).await
+        }
+        (&Method::GET, ["payment-intents", "events"]) => {
+            search::intent_events(sb, account, query).await
+        }
+        (&Method::GET, ["payment-intents", id]) => get_intent(sb, account, id).await,
+        (&Method::GET, ["payment-intents", id, "events"]) => {
+            terminals::last_event(sb, account, id).await
+        }
+        (_, ["integrator"]) => intents::integrator(sb, account, method, body).await,
+        _ => Ok(platform_error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!(
+                "no resource at {method} /point/integration-api/{}",
+                rest.join("/")
+            ),
             &[],
         )),
     }
@@ -168,6 +204,24 @@ async fn get(
             missing,
             &[(2000, missing)],
         ),
+    })
+}
+
+/// `GET /point/integration-api/payment-intents/{id}`, with the documented
+/// answer for an intent that does not exist.
+async fn get_intent(
+    sb: &Sandbox,
+    account: &AccountRow,
+    id: &str,
+) -> anyhow::Result<Response<Body>> {
+    let id = id.to_string();
+    let found = sb
+        .db
+        .call(move |c| db::get_resource(c, "payment_intent", &id))
+        .await?;
+    Ok(match found {
+        Some((owner, body)) if owner == account.name => ok_json(StatusCode::OK, &body),
+        _ => terminals::intent_not_found(),
     })
 }
 
@@ -260,6 +314,17 @@ async fn create_payment(
             &list,
         ));
     }
+    if v.get("capture").is_some_and(|c| !c.is_boolean()) {
+        return Ok(platform_error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "capture must be true or false",
+            &[(1, "capture must be true or false")],
+        ));
+    }
+    // `"capture": false` reserves the amount: the payment is authorized
+    // until `PUT {"capture":true}` (a preset status still wins).
+    let reserve = v.get("capture") == Some(&Value::Bool(false));
     let amount = amount.unwrap_or(Money::ZERO);
     let name = account.name.clone();
     let now = sb.now();
@@ -269,9 +334,9 @@ async fn create_payment(
         .call(move |conn| {
             let tx = conn.transaction()?;
             let status = accounts::take_preset(&tx, &name, "next_payment_status")?
-                .unwrap_or_else(|| "approved".into());
+                .unwrap_or_else(|| if reserve { "authorized" } else { "approved" }.into());
             let id = db::next_id(&tx, "payment", 1_300_000_001)?;
-            let payment = changes::payment_body(
+            let mut payment = changes::payment_body(
                 id,
                 &status,
                 amount,
@@ -279,6 +344,12 @@ async fn create_payment(
                 None,
                 now,
             );
+            // What the payer chose and the seller's reference, as sent.
+            for field in ["external_reference", "payment_method_id", "installments"] {
+                if let Some(x) = input.get(field).filter(|x| x.is_string() || x.is_u64()) {
+                    payment[field] = x.clone();
+                }
+            }
             db::put_resource(
                 &tx,
                 "payment",
@@ -294,117 +365,4 @@ async fn create_payment(
     let id = payment["id"].to_string();
     changes::announce(sb, account, "payment", &id, "payment.created").await?;
     Ok(ok_json(StatusCode::CREATED, &payment))
-}
-
-/// `PUT /v1/payments/{id}` with `{"status":"cancelled"}`: only while the
-/// payment is pending, in process or authorized.
-async fn cancel_payment(
-    sb: &Sandbox,
-    account: &AccountRow,
-    id: &str,
-    body: &[u8],
-) -> anyhow::Result<Response<Body>> {
-    let wanted = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("status").and_then(Value::as_str).map(str::to_string));
-    if wanted.as_deref() != Some("cancelled") {
-        return Ok(platform_error(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            "only {\"status\":\"cancelled\"} is accepted",
-            &[(4, "status must be cancelled")],
-        ));
-    }
-    let Some(mut payment) = changes::owned(sb, account, "payment", id).await? else {
-        return Ok(platform_error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "Payment not found",
-            &[(2000, "Payment not found")],
-        ));
-    };
-    let status = payment["status"].as_str().unwrap_or_default().to_string();
-    if !matches!(status.as_str(), "pending" | "in_process" | "authorized") {
-        return Ok(platform_error(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            &format!("a payment in status {status} cannot be cancelled"),
-            &[(2063, "the payment cannot be cancelled in its status")],
-        ));
-    }
-    payment["status"] = json!("cancelled");
-    payment["status_detail"] = json!("by_collector");
-    changes::save_payment(sb, account, &payment).await?;
-    Ok(ok_json(StatusCode::OK, &payment))
-}
-
-/// `POST /v1/payments/{id}/refunds`: a full refund of an approved payment.
-/// The same `X-Idempotency-Key` gets the same refund, never a second one.
-async fn refund_payment(
-    sb: &Sandbox,
-    account: &AccountRow,
-    id: &str,
-    key: Option<String>,
-) -> anyhow::Result<Response<Body>> {
-    let Some(mut payment) = changes::owned(sb, account, "payment", id).await? else {
-        return Ok(platform_error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "Payment not found",
-            &[(2000, "Payment not found")],
-        ));
-    };
-    if let Some(key) = key.clone() {
-        let pid = id.to_string();
-        let earlier = sb
-            .db
-            .call(move |c| {
-                use rusqlite::OptionalExtension;
-                c.query_row(
-                    "SELECT body FROM refunds WHERE payment_id = ?1 AND idempotency_key = ?2",
-                    [pid, key],
-                    |r| r.get::<_, String>(0),
-                )
-                .optional()
-            })
-            .await?;
-        if let Some(body) = earlier {
-            return Ok(response::json(StatusCode::CREATED, body));
-        }
-    }
-    if payment["status"] != "approved" {
-        return Ok(platform_error(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            &format!(
-                "a payment in status {} cannot be refunded",
-                payment["status"].as_str().unwrap_or("?")
-            ),
-            &[(2085, "the payment cannot be refunded in its status")],
-        ));
-    }
-    let refund_id = sb.db.call(|c| db::next_id(c, "refund", 9_000_001)).await?;
-    let refund = json!({
-        "id": refund_id,
-        "payment_id": payment["id"],
-        "amount": payment["transaction_amount"],
-        "status": "approved",
-        "date_created": crate::clock::rfc3339(sb.now()),
-    });
-    payment["status"] = json!("refunded");
-    payment["status_detail"] = json!("refunded");
-    payment["transaction_amount_refunded"] = payment["transaction_amount"].clone();
-    changes::save_payment(sb, account, &payment).await?;
-    if let Some(key) = key {
-        let (pid, body) = (id.to_string(), refund.to_string());
-        sb.db
-            .call(move |c| {
-                c.execute(
-                    "INSERT OR IGNORE INTO refunds (payment_id, idempotency_key, body) VALUES (?1, ?2, ?3)",
-                    [pid, key, body],
-                )
-            })
-            .await?;
-    }
-    Ok(ok_json(StatusCode::CREATED, &refund))
 }

@@ -149,7 +149,9 @@ pub(super) async fn payments(
     ))
 }
 
-/// `GET /merchant_orders/search`: `{"elements","next_offset","total"}`.
+/// `GET /merchant_orders/search`: `{"elements","next_offset","total"}`, by
+/// last update and the exact filters `external_reference`, `status`,
+/// `order_status`, `preference_id`.
 pub(super) async fn merchant_orders(
     sb: &Sandbox,
     account: &AccountRow,
@@ -166,6 +168,15 @@ pub(super) async fn merchant_orders(
         (Ok(f), Ok(t), Ok(o), Ok(l)) => (f, t, o, l.clamp(1, 100)),
         (Err(r), ..) | (_, Err(r), ..) | (_, _, Err(r), _) | (.., Err(r)) => return Ok(r),
     };
+    let filters: Vec<(&str, String)> = [
+        "external_reference",
+        "status",
+        "order_status",
+        "preference_id",
+    ]
+    .into_iter()
+    .filter_map(|f| q.get(f).map(|v| (f, v.to_string())))
+    .collect();
     let name = account.name.clone();
     let mut found: Vec<Value> = sb
         .db
@@ -173,6 +184,7 @@ pub(super) async fn merchant_orders(
         .await?
         .into_iter()
         .filter(|o| at(o, "last_updated").is_some_and(|t| t >= from && t <= to))
+        .filter(|o| filters.iter().all(|(f, v)| json_id_text(&o[*f]) == *v))
         .collect();
     found.sort_by(
         |a, b| match at(a, "last_updated").cmp(&at(b, "last_updated")) {
