@@ -157,7 +157,7 @@ impl Runner {
     async fn run(&self, s: &Scenario) -> anyhow::Result<()> {
         println!("Scenario: {}", s.name);
         let mut saved: HashMap<String, Value> = HashMap::new();
-        for step in &s.steps {
+        for (n, step) in s.steps.iter().enumerate() {
             println!("  - {}", step.say);
             if let Some(n) = step.merchant_fails_next {
                 self.merchant.fail_next.store(n, Ordering::SeqCst);
@@ -175,6 +175,11 @@ impl Runner {
                 .http
                 .request(method, format!("{}{path}", self.sandbox))
                 .bearer_auth(TOKEN)
+                // The Orders API asks every change for one; one per step.
+                .header(
+                    "x-idempotency-key",
+                    format!("demo-{}-{n}-{}", std::process::id(), s.name.len()),
+                )
                 .json(&body)
                 .send()
                 .await

@@ -14,6 +14,9 @@ pub const SCENARIOS: &[&str] = &[
     include_str!("../../fixtures/scenarios/03-fraud-alert.json"),
     include_str!("../../fixtures/scenarios/04-merchant-fails-once.json"),
     include_str!("../../fixtures/scenarios/05-device-event-mail.json"),
+    include_str!("../../fixtures/scenarios/06-point-intent-on-a-terminal.json"),
+    include_str!("../../fixtures/scenarios/07-order-on-a-terminal.json"),
+    include_str!("../../fixtures/scenarios/08-order-action-required.json"),
 ];
 
 #[derive(Debug, Clone, Deserialize)]
