@@ -415,6 +415,18 @@ static DECIDE: LazyLock<String> = LazyLock::new(|| {
                  WHERE EXISTS (SELECT 1 FROM dec)
                  RETURNING id
              )
+             -- The decision's marks on its orders (released, at risk), in
+             -- the same statement: only when it was recorded now.
+             , marked AS (
+                 UPDATE orders SET
+                     released_at = CASE WHEN order_id = ANY($11::text[])
+                                        THEN coalesce(released_at, $7) ELSE released_at END,
+                     at_risk_at = CASE WHEN order_id = ANY($12::text[])
+                                       THEN coalesce(at_risk_at, $7) ELSE at_risk_at END,
+                     updated_at = $7
+                 WHERE account = $1 AND order_id = ANY($11::text[] || $12::text[])
+                   AND EXISTS (SELECT 1 FROM ev)
+             )
              -- The outboxes' wake-up, in this statement rather than one
              -- more round trip (delivered at commit, once per transaction).
              SELECT id, CASE WHEN $9::int2 = $10::int2
@@ -517,6 +529,14 @@ async fn decide(
                 &body,
                 &state,
                 &EventState::Pending,
+                &marked(d, |m| match m {
+                    Mark::OrderReleased(o) => Some(o.as_str()),
+                    _ => None,
+                }),
+                &marked(d, |m| match m {
+                    Mark::OrderAtRisk(o) => Some(o.as_str()),
+                    _ => None,
+                }),
             ],
         )
         .await?;
@@ -582,10 +602,16 @@ async fn conflict(
     Ok(())
 }
 
+/// The orders a decision's marks of one kind name (set by `DECIDE`).
+fn marked<'a>(d: &'a Decision, pick: impl Fn(&'a Mark) -> Option<&'a str>) -> Vec<&'a str> {
+    d.marks.iter().filter_map(pick).collect()
+}
+
+/// The marks `DECIDE` does not set itself.
 async fn mark(tx: &Transaction<'_>, account: &str, m: &Mark, now: i64) -> Result<(), StoreError> {
     let (order, column) = match m {
-        Mark::OrderReleased(o) => (o, "released_at"),
-        Mark::OrderAtRisk(o) => (o, "at_risk_at"),
+        // Set by `DECIDE` itself.
+        Mark::OrderReleased(_) | Mark::OrderAtRisk(_) => return Ok(()),
         Mark::OrderBlocked { order, alert } => {
             tx.execute(
                 "INSERT INTO order_blocks (account, order_id, alert, blocked_at) VALUES ($1, $2, $3, $4)
