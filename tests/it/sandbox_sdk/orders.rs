@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pointhook::clock::SystemClock;
+use pointhook::domain::JobState;
 use pointhook::sandbox::AccountSpec;
 use serde_json::Value;
 
@@ -31,7 +32,7 @@ const TERMINALS: [&str; 8] = [
 
 /// The sandbox (time scaled by 0.01: terminal steps take milliseconds)
 /// sending its signed webhooks to pointhook, which has the account's
-/// webhook secret and sweeps every second with a grace of two.
+/// webhook secret and sweeps every second with a grace of three seconds.
 async fn wired() -> (RunningSandbox, TestApp, Merchant) {
     let merchant = Merchant::start().await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -55,7 +56,7 @@ async fn wired() -> (RunningSandbox, TestApp, Merchant) {
         accounts: format!(
             "[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\nwebhook_secret = \"{SECRET}\"\n"
         ),
-        reconcile: "enabled = true\ninterval_secs = 1\nlookback_secs = 3600\ngrace_secs = 2".into(),
+        reconcile: "enabled = true\ninterval_secs = 1\nlookback_secs = 3600\ngrace_secs = 3".into(),
         ..TestConfig::default().api(&sb.url).extra(&merchant.config())
     })
     .await;
@@ -202,6 +203,21 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
         .map(|(o, k)| (o.clone(), k.iter().map(|k| k.to_string()).collect()))
         .collect();
     assert_eq!(decided, want);
+    // One job per order, each finished without an error.
+    let jobs: BTreeMap<String, (JobState, Option<String>)> = app
+        .sql
+        .rows(
+            "SELECT job_key, state, last_error FROM jobs WHERE job_key LIKE 'platform_order:%'",
+            &[],
+        )
+        .iter()
+        .map(|r| (r[0].text(), (r[1].job_state(), r[2].opt_text())))
+        .collect();
+    let done: BTreeMap<String, (JobState, Option<String>)> = expected
+        .keys()
+        .map(|o| (format!("platform_order:{o}"), (JobState::Done, None)))
+        .collect();
+    assert_eq!(jobs, done);
     let event = |flow: &str, kind: &str| -> Value {
         got[&id(flow)]
             .iter()
