@@ -14,6 +14,8 @@ HTTP.
 Environment: POINTHOOK_SANDBOX_URL, POINTHOOK_SANDBOX_TOKEN,
 POINTHOOK_SANDBOX_TERMINALS (eight terminals of the account, in PDV mode,
 comma-separated; each flow has its own so that their presets do not meet).
+One QR order is cancelled while created; searches page with the SDK's own
+iterator too.
 Prints one JSON line naming each order it made and what it expects of it;
 exits 1 with the reason on the first answer that is not the platform's.
 """
@@ -238,6 +240,26 @@ def main():
     summary["cancel_api"] = {"id": on_terminal["id"], "payment_ids": [],
                              "external_reference": on_terminal["external_reference"]}
 
+    # A QR order cancelled while still created: 200, canceled at once.
+    qr_body = {
+        "type": "qr",
+        "total_amount": "18.00",
+        "external_reference": f"cancel-created-{r.run}",
+        "config": {"qr": {"external_pos_id": "SBXPOS00001", "mode": "dynamic"}},
+        "transactions": {"payments": [{"amount": "18.00"}]},
+    }
+    qr = expect(r.orders.create(qr_body, keyed(uuid.uuid4().hex)), 201,
+                "create a QR order")
+    check(qr["status"] == "created" and qr["type"] == "qr", f"the QR order: {qr}")
+    r.made.append(qr["id"])
+    canceled = expect(r.orders.cancel(qr["id"], keyed(uuid.uuid4().hex)), 200,
+                      "cancel the QR order while created")
+    check(canceled["status"] == "canceled", f"canceled at once: {canceled}")
+    got = expect(r.orders.get(qr["id"]), 200, "get the canceled QR order")
+    check(got["status"] == "canceled", f"the QR order stays canceled: {got}")
+    summary["cancel_created"] = {"id": qr["id"], "payment_ids": [],
+                                 "external_reference": qr["external_reference"]}
+
     # Search: by reference, and every order of the run (the replayed
     # create and the refused ones made none).
     start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
@@ -251,6 +273,10 @@ def main():
     listed = sorted(o["id"] for o in everything["data"])
     check(listed == sorted(r.made) and int(everything["paging"]["total"]) == len(r.made),
           f"search lists the orders made, once each: {listed} {r.made}")
+
+    paged = [o["id"] for o in r.orders.search_auto_paging_iter(window, limit=3)]
+    check(sorted(paged) == sorted(r.made),
+          f"the SDK's paging, three a page, lists each order once: {paged} {r.made}")
 
     # Last, with nothing else moving: the next order notification is
     # dropped, so only the sweeper can find this order paid.

@@ -95,7 +95,9 @@ fn kinds(events: &[(String, Value)]) -> Vec<&str> {
 /// order refunded in full, orders canceled, failed and expired on their
 /// terminals, two asking to be checked on the terminal (their payment
 /// approved, and refused), one cancelled through the API while on the
-/// terminal (202, then the webhook), an idempotency key reused with the
+/// terminal (202, then the webhook), a QR order cancelled while still
+/// created (200), searches (by reference, and paged three at a time by
+/// the SDK's own iterator), an idempotency key reused with the
 /// same body and with another, a busy terminal, and an order whose
 /// notification the sandbox dropped. pointhook, verifying each webhook's
 /// signature over the upper-case id, tells the merchant each outcome once;
@@ -142,12 +144,13 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
         ("confirmed", vec!["platform_order.confirmed"]),
         ("refused", vec!["platform_order.not_approved"]),
         ("cancel_api", vec!["platform_order.canceled"]),
+        ("cancel_created", vec!["platform_order.canceled"]),
         ("dropped", vec!["platform_order.processed"]),
     ]
     .into_iter()
     .map(|(flow, events)| (id(flow), events))
     .collect();
-    assert_eq!(expected.len(), 8, "eight distinct orders: {summary}");
+    assert_eq!(expected.len(), 9, "nine distinct orders: {summary}");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let got = told(&merchant).await;
@@ -227,18 +230,19 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
     };
 
     // What the events say.
-    for (flow, amount) in [
-        ("paid", "24.00"),
-        ("canceled", "11.00"),
-        ("failed", "12.00"),
-        ("expired", "13.00"),
-        ("confirmed", "14.00"),
-        ("refused", "15.00"),
-        ("cancel_api", "16.00"),
-        ("dropped", "17.00"),
+    for (flow, kind_of_order, amount) in [
+        ("paid", "point", "24.00"),
+        ("canceled", "point", "11.00"),
+        ("failed", "point", "12.00"),
+        ("expired", "point", "13.00"),
+        ("confirmed", "point", "14.00"),
+        ("refused", "point", "15.00"),
+        ("cancel_api", "point", "16.00"),
+        ("cancel_created", "qr", "18.00"),
+        ("dropped", "point", "17.00"),
     ] {
         for (kind, data) in &got[&id(flow)] {
-            assert_eq!(data["type"], "point", "{flow} {kind}: {data}");
+            assert_eq!(data["type"], kind_of_order, "{flow} {kind}: {data}");
             assert_eq!(
                 data["external_reference"], summary[flow]["external_reference"],
                 "{flow} {kind}: {data}"
@@ -262,6 +266,7 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
         ("failed", "failed"),
         ("expired", "expired"),
         ("cancel_api", "canceled"),
+        ("cancel_created", "canceled"),
         ("dropped", "processed"),
     ] {
         assert_eq!(got[&id(flow)][0].1["status"], status, "{flow}");
@@ -293,7 +298,7 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
         assert_eq!(statuses, [&Value::from(200)], "accepted at once: {d}");
     }
     // One webhook per final status: the paid order's two (processed,
-    // refunded), one for each of the six others that reached pointhook.
+    // refunded), one for each of the seven others that reached pointhook.
     let mut per_order: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &sent {
         *per_order
