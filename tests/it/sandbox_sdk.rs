@@ -7,6 +7,7 @@
 
 mod end_to_end;
 mod merchant_orders;
+mod orders;
 mod point;
 mod python;
 

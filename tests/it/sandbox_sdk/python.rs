@@ -11,7 +11,7 @@ use super::*;
 
 /// The interpreter with the official Python SDK installed: the path in
 /// `POINTHOOK_TEST_SDK_PYTHON`, else `target/sdk-venv/bin/python`.
-fn sdk_python() -> Option<PathBuf> {
+pub(super) fn sdk_python() -> Option<PathBuf> {
     let path = std::env::var_os("POINTHOOK_TEST_SDK_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -34,7 +34,7 @@ fn sdk_python() -> Option<PathBuf> {
 }
 
 /// Runs `python script` with `env`, killed after `limit`.
-fn run_script(
+pub(super) fn run_script(
     python: &std::path::Path,
     script: &std::path::Path,
     env: &[(&str, String)],
