@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::SystemClock;
 use crate::sandbox::mail::MailSettings;
+use crate::sandbox::quirks::QuirkSet;
 use crate::sandbox::{AccountSpec, Sandbox, SandboxFile, SandboxSettings};
 
 #[derive(Debug, Args)]
@@ -50,6 +51,11 @@ pub struct SandboxArgs {
     /// attempt anew (to test a receiver's timestamp tolerance).
     #[arg(long)]
     resend_first_signature: bool,
+    /// Switch on one of the platform's quirks for every account
+    /// (repeatable): eventual_consistency_ms=MS, twins, out_of_order,
+    /// duplicates, unsigned (each takes =false too).
+    #[arg(long = "quirk", value_name = "NAME[=VALUE]")]
+    quirks: Vec<String>,
     /// Allow a listen address other than loopback (the sandbox accepts
     /// made-up tokens and serves payments: keep it off shared networks).
     #[arg(long)]
@@ -134,6 +140,10 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
                 .unwrap_or_else(|| PathBuf::from("sandbox-mail")),
         ),
     };
+    let mut quirks = QuirkSet::default();
+    for flag in &args.quirks {
+        quirks = quirks.parse_flag(flag).map_err(anyhow::Error::msg)?;
+    }
     let settings = SandboxSettings {
         time_scale: args.time_scale.or(file.time_scale).unwrap_or(1.0),
         state: args.state.or(file.state),
@@ -153,6 +163,9 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
             format!("http://{addr}"),
         )
         .await?;
+        if quirks != QuirkSet::default() {
+            sandbox.set_quirks(None, quirks).await?;
+        }
         println!(
             "sandbox listening on http://{addr} (time scale {})",
             settings.time_scale

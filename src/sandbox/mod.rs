@@ -8,7 +8,8 @@
 //!   `refunds`, `merchant_orders`, `devices`, `terminals`, `search`);
 //!   `control`: the control API; `shapes`: notification bodies as the
 //!   platform sends them; `dispatch`: the queue, the schedule and the
-//!   attempts; `terminals`: emulated Point terminals moving intents.
+//!   attempts; `terminals`: emulated Point terminals moving intents;
+//!   `quirks`: the platform's misbehaviours, on demand.
 //!
 //! Time comes from the clock it is given, so tests can run the whole
 //! 96-hour schedule on a virtual clock (`run_due`, `run_terminals` after
@@ -23,9 +24,10 @@ pub mod dispatch;
 pub mod faults;
 mod intents;
 pub mod mail;
-mod orders;
 mod merchant_orders;
+mod orders;
 mod payments;
+pub mod quirks;
 mod refunds;
 mod resources;
 mod search;
@@ -153,6 +155,8 @@ impl Sandbox {
         let accounts = settings.accounts.clone();
         db.call(move |conn| {
             let tx = conn.transaction()?;
+            // Quirks are about this run: the flags set them anew.
+            quirks::clear(&tx)?;
             for a in &accounts {
                 let groups = serde_json::to_string(a.groups.as_deref().unwrap_or(
                     &EVENT_GROUPS.iter().map(|g| g.to_string()).collect::<Vec<_>>(),
@@ -197,6 +201,17 @@ impl Sandbox {
     /// Fault injection and the log of calls to the resources API.
     pub fn faults(&self) -> &faults::Faults {
         &self.faults
+    }
+
+    /// Adds `patch` to the quirks of `account` (of every account: `None`).
+    pub async fn set_quirks(
+        &self,
+        account: Option<String>,
+        patch: quirks::QuirkSet,
+    ) -> anyhow::Result<()> {
+        self.db
+            .call(move |c| quirks::set(c, account.as_deref(), patch))
+            .await
     }
 
     /// Sets a resource exactly as the API will serve it, for tests that
