@@ -1,7 +1,8 @@
 //! The control API (`/sandbox/…`, JSON): create and change resources the
 //! way the platform would, each change announced by the notifications the
 //! platform would send (`changes`); read the delivery log; switch the
-//! platform's quirks on and off (`quirks`).
+//! platform's quirks on and off (`quirks`); read and advance a manual clock
+//! (`clock`).
 //!
 //! The account is the Bearer token's, else `?account=NAME`, else the first.
 
@@ -84,6 +85,11 @@ pub(super) async fn handle(
         ));
     }
     match (&method, parts.as_slice()) {
+        (&Method::GET, ["clock"]) => return Ok(ok_json(StatusCode::OK, &sb.clock_state())),
+        (&Method::POST, ["clock", "advance"]) => {
+            let v = body_or_refuse!(req);
+            return advance_clock(sb, &v).await;
+        }
         (&Method::GET, ["quirks"]) => {
             let described = sb.db.call(|c| quirks::describe(c)).await?;
             return Ok(ok_json(StatusCode::OK, &described));
@@ -372,6 +378,38 @@ pub(super) async fn handle(
             StatusCode::NOT_FOUND,
             &format!("no control endpoint {method} {path}"),
         )),
+    }
+}
+
+fn not_manual() -> Response<Body> {
+    crate::http::response::error(
+        StatusCode::CONFLICT,
+        "clock_not_manual",
+        "the sandbox runs on the real clock: start it with --clock manual to advance it",
+    )
+}
+
+/// `POST /sandbox/clock/advance {"seconds": N}`: only on a manual clock,
+/// and only forward by a sane amount.
+async fn advance_clock(sb: &Arc<Sandbox>, v: &Value) -> anyhow::Result<Response<Body>> {
+    if sb.clock.manual().is_none() {
+        return Ok(not_manual());
+    }
+    let max = super::clock::MAX_ADVANCE.as_secs();
+    let by = v
+        .get("seconds")
+        .and_then(Value::as_f64)
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= max as f64)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok());
+    let Some(by) = by else {
+        return Ok(control_error(
+            StatusCode::BAD_REQUEST,
+            &format!("seconds must be a positive number of seconds, at most {max} (30 days)"),
+        ));
+    };
+    match sb.advance(by).await? {
+        Ok(advanced) => Ok(ok_json(StatusCode::OK, &serde_json::to_value(advanced)?)),
+        Err(super::clock::Refused::NotManual) => Ok(not_manual()),
     }
 }
 

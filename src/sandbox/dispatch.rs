@@ -196,14 +196,17 @@ impl Sandbox {
 
     pub(super) async fn dispatch_forever(self: Arc<Self>, shutdown: CancellationToken) {
         loop {
-            if let Err(e) = self.run_due().await {
-                tracing::error!(error = %e, "dispatcher failed");
-            }
-            if let Err(e) = self.send_due_mails().await {
-                tracing::error!(error = %e, "mailer failed");
-            }
-            if let Err(e) = self.run_terminals().await {
-                tracing::error!(error = %e, "emulated terminals failed");
+            {
+                let _round = self.rounds.lock().await;
+                if let Err(e) = self.run_due().await {
+                    tracing::error!(error = %e, "dispatcher failed");
+                }
+                if let Err(e) = self.send_due_mails().await {
+                    tracing::error!(error = %e, "mailer failed");
+                }
+                if let Err(e) = self.run_terminals().await {
+                    tracing::error!(error = %e, "emulated terminals failed");
+                }
             }
             let next_dispatch = self
                 .db

@@ -9,14 +9,16 @@
 //!   `control`: the control API; `shapes`: notification bodies as the
 //!   platform sends them; `dispatch`: the queue, the schedule and the
 //!   attempts; `terminals`: emulated Point terminals moving intents;
-//!   `quirks`: the platform's misbehaviours, on demand.
+//!   `quirks`: the platform's misbehaviours, on demand; `clock`: the clock
+//!   testers advance.
 //!
 //! Time comes from the clock it is given, so tests can run the whole
 //! 96-hour schedule on a virtual clock (`run_due`, `run_terminals` after
-//! advancing it).
+//! advancing it, or `advance`, which runs whatever falls due on the way).
 
 mod accounts;
 mod changes;
+pub mod clock;
 mod control;
 pub mod db;
 mod devices;
@@ -128,6 +130,9 @@ pub struct Sandbox {
     mail: mail::MailSettings,
     faults: faults::Faults,
     resend_first_signature: bool,
+    /// Held by a round of the dispatcher loop and by a clock advance, so
+    /// the two never take the same work.
+    rounds: tokio::sync::Mutex<()>,
 }
 
 impl Sandbox {
@@ -191,6 +196,7 @@ impl Sandbox {
             mail: settings.mail,
             faults: faults::Faults::default(),
             resend_first_signature: settings.resend_first_signature,
+            rounds: tokio::sync::Mutex::new(()),
         }))
     }
 
