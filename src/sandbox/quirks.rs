@@ -323,3 +323,44 @@ pub fn after_queue(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_set_quirks_and_name_what_is_wrong() {
+        let q = QuirkSet::default()
+            .parse_flag("twins")
+            .and_then(|q| q.parse_flag("eventual-consistency-ms=1500"))
+            .and_then(|q| q.parse_flag("duplicates=false"))
+            .unwrap();
+        let q = Quirks::from_sets(q, QuirkSet::default());
+        assert!(q.twins && !q.duplicates && !q.unsigned);
+        assert_eq!(q.eventual_consistency_ms, 1500);
+        for bad in [
+            "bogus",
+            "twins=maybe",
+            "eventual_consistency_ms",
+            "eventual_consistency_ms=-3",
+            "eventual_consistency_ms=99999999999",
+        ] {
+            assert!(QuirkSet::default().parse_flag(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_account_setting_wins_over_the_global_one() {
+        let global = QuirkSet {
+            twins: Some(true),
+            unsigned: Some(true),
+            ..QuirkSet::default()
+        };
+        let own = QuirkSet {
+            twins: Some(false),
+            ..QuirkSet::default()
+        };
+        let q = Quirks::from_sets(global, own);
+        assert!(!q.twins && q.unsigned);
+    }
+}
