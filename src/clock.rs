@@ -6,6 +6,12 @@ use std::time::SystemTime;
 
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> SystemTime;
+
+    /// The clock as one that moves only when told to, if it is one (the
+    /// sandbox's `POST /sandbox/clock/advance`).
+    fn manual(&self) -> Option<&ManualClock> {
+        None
+    }
 }
 
 /// The operating system's clock.
@@ -46,6 +52,10 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> SystemTime {
         *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn manual(&self) -> Option<&ManualClock> {
+        Some(self)
     }
 }
 

@@ -4,13 +4,15 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::SystemClock;
+use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::sandbox::mail::MailSettings;
+use crate::sandbox::quirks::QuirkSet;
 use crate::sandbox::{AccountSpec, Sandbox, SandboxFile, SandboxSettings};
 
 #[derive(Debug, Args)]
@@ -50,10 +52,27 @@ pub struct SandboxArgs {
     /// attempt anew (to test a receiver's timestamp tolerance).
     #[arg(long)]
     resend_first_signature: bool,
+    /// `manual`: the sandbox's clock starts at the current time and moves
+    /// only through `POST /sandbox/clock/advance`.
+    #[arg(long, value_enum, default_value_t = ClockKind::System)]
+    clock: ClockKind,
+    /// Switch on one of the platform's quirks for every account
+    /// (repeatable): eventual_consistency_ms=MS, twins, out_of_order,
+    /// duplicates, unsigned (each takes =false too).
+    #[arg(long = "quirk", value_name = "NAME[=VALUE]")]
+    quirks: Vec<String>,
     /// Allow a listen address other than loopback (the sandbox accepts
     /// made-up tokens and serves payments: keep it off shared networks).
     #[arg(long)]
     public: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ClockKind {
+    /// The operating system's clock.
+    System,
+    /// A clock testers advance.
+    Manual,
 }
 
 #[derive(Debug, Subcommand)]
@@ -134,6 +153,14 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
                 .unwrap_or_else(|| PathBuf::from("sandbox-mail")),
         ),
     };
+    let mut quirks = QuirkSet::default();
+    for flag in &args.quirks {
+        quirks = quirks.parse_flag(flag).map_err(anyhow::Error::msg)?;
+    }
+    let clock: Arc<dyn Clock> = match args.clock {
+        ClockKind::System => Arc::new(SystemClock),
+        ClockKind::Manual => Arc::new(ManualClock::new(SystemTime::now())),
+    };
     let settings = SandboxSettings {
         time_scale: args.time_scale.or(file.time_scale).unwrap_or(1.0),
         state: args.state.or(file.state),
@@ -147,15 +174,18 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
         let addr = listener.local_addr()?;
-        let sandbox = Sandbox::new(
-            settings.clone(),
-            Arc::new(SystemClock),
-            format!("http://{addr}"),
-        )
-        .await?;
+        let sandbox = Sandbox::new(settings.clone(), clock, format!("http://{addr}")).await?;
+        if quirks != QuirkSet::default() {
+            sandbox.set_quirks(None, quirks).await?;
+        }
         println!(
-            "sandbox listening on http://{addr} (time scale {})",
-            settings.time_scale
+            "sandbox listening on http://{addr} (time scale {}{})",
+            settings.time_scale,
+            if args.clock == ClockKind::Manual {
+                "; manual clock: POST /sandbox/clock/advance"
+            } else {
+                ""
+            }
         );
         if let Some(t) = made_up {
             println!("access token: {t}");

@@ -7,6 +7,7 @@ use super::Sandbox;
 use super::accounts::AccountRow;
 use super::db;
 use super::dispatch;
+use super::quirks;
 use super::shapes;
 use crate::clock::rfc3339;
 use crate::http::classify::Query;
@@ -190,7 +191,8 @@ pub(super) fn refresh_order(order: &mut Value) {
 /// The notifications the platform sends for a change of `topic`/`id`: an
 /// IPN to the account URL (when the account selected that event group), and
 /// to the object's own `notification_url` the IPN and/or webhook forms by
-/// its `source_news`.
+/// its `source_news` (both, and the webhook to the account URL too, under
+/// the twins quirk).
 pub(super) async fn announce(
     sb: &Sandbox,
     account: &AccountRow,
@@ -219,6 +221,23 @@ pub(super) async fn announce(
     sb.db
         .call(move |conn| {
             let tx = conn.transaction()?;
+            // The twins quirk sends both forms wherever one would go.
+            let twins = quirks::effective(&tx, &account.name)?.twins;
+            let webhook = |tx: &rusqlite::Transaction<'_>, url: &str| {
+                let n = db::next_id(tx, "notification", 5_000_000_001)?;
+                let w = shapes::webhook(
+                    url,
+                    topic,
+                    &id,
+                    n,
+                    account.user_id(),
+                    &action,
+                    &rfc3339(now),
+                    account.webhook_secret.as_deref(),
+                    now_secs,
+                );
+                dispatch::enqueue(tx, &account.name, &w, now).map(|_| ())
+            };
             if let Some(url) = &account.notification_url
                 && account.wants(group)
             {
@@ -228,6 +247,9 @@ pub(super) async fn announce(
                     &shapes::ipn(url, topic, &id, &resource_url),
                     now,
                 )?;
+                if twins {
+                    webhook(&tx, url)?;
+                }
             }
             if let Some(url) = db::resource_url(&tx, kind, &id)? {
                 let source = Query::parse(
@@ -239,7 +261,7 @@ pub(super) async fn announce(
                 )
                 .get("source_news")
                 .map(str::to_string);
-                if source.as_deref() != Some("webhooks") {
+                if twins || source.as_deref() != Some("webhooks") {
                     dispatch::enqueue(
                         &tx,
                         &account.name,
@@ -247,20 +269,8 @@ pub(super) async fn announce(
                         now,
                     )?;
                 }
-                if source.as_deref() != Some("ipn") {
-                    let n = db::next_id(&tx, "notification", 5_000_000_001)?;
-                    let w = shapes::webhook(
-                        &url,
-                        topic,
-                        &id,
-                        n,
-                        account.user_id(),
-                        &action,
-                        &rfc3339(now),
-                        account.webhook_secret.as_deref(),
-                        now_secs,
-                    );
-                    dispatch::enqueue(&tx, &account.name, &w, now)?;
+                if twins || source.as_deref() != Some("ipn") {
+                    webhook(&tx, &url)?;
                 }
             }
             tx.commit()

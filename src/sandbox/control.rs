@@ -1,6 +1,8 @@
 //! The control API (`/sandbox/…`, JSON): create and change resources the
 //! way the platform would, each change announced by the notifications the
-//! platform would send (`changes`); and read the delivery log.
+//! platform would send (`changes`); read the delivery log; switch the
+//! platform's quirks on and off (`quirks`); read and advance a manual clock
+//! (`clock`).
 //!
 //! The account is the Bearer token's, else `?account=NAME`, else the first.
 
@@ -23,6 +25,7 @@ use super::changes::{
 use super::db;
 use super::dispatch;
 use super::intents::{create_intent, move_intent};
+use super::quirks;
 use super::resources::ok_json;
 use super::shapes;
 use crate::clock::rfc3339;
@@ -82,6 +85,29 @@ pub(super) async fn handle(
         ));
     }
     match (&method, parts.as_slice()) {
+        (&Method::GET, ["clock"]) => return Ok(ok_json(StatusCode::OK, &sb.clock_state())),
+        (&Method::POST, ["clock", "advance"]) => {
+            let v = body_or_refuse!(req);
+            return advance_clock(sb, &v).await;
+        }
+        (&Method::GET, ["quirks"]) => {
+            let described = sb.db.call(|c| quirks::describe(c)).await?;
+            return Ok(ok_json(StatusCode::OK, &described));
+        }
+        (&Method::POST, ["quirks"]) => {
+            let v = body_or_refuse!(req);
+            return set_quirks(sb, v).await;
+        }
+        (&Method::DELETE, ["quirks"]) => {
+            let described = sb
+                .db
+                .call(|c| {
+                    quirks::clear(c)?;
+                    quirks::describe(c)
+                })
+                .await?;
+            return Ok(ok_json(StatusCode::OK, &described));
+        }
         (&Method::GET, ["requests"]) => {
             return Ok(ok_json(
                 StatusCode::OK,
@@ -353,6 +379,94 @@ pub(super) async fn handle(
             &format!("no control endpoint {method} {path}"),
         )),
     }
+}
+
+fn not_manual() -> Response<Body> {
+    crate::http::response::error(
+        StatusCode::CONFLICT,
+        "clock_not_manual",
+        "the sandbox runs on the real clock: start it with --clock manual to advance it",
+    )
+}
+
+/// `POST /sandbox/clock/advance {"seconds": N}`: only on a manual clock,
+/// and only forward by a sane amount.
+async fn advance_clock(sb: &Arc<Sandbox>, v: &Value) -> anyhow::Result<Response<Body>> {
+    if sb.clock.manual().is_none() {
+        return Ok(not_manual());
+    }
+    let max = super::clock::MAX_ADVANCE.as_secs();
+    let by = v
+        .get("seconds")
+        .and_then(Value::as_f64)
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= max as f64)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok());
+    let Some(by) = by else {
+        return Ok(control_error(
+            StatusCode::BAD_REQUEST,
+            &format!("seconds must be a positive number of seconds, at most {max} (30 days)"),
+        ));
+    };
+    match sb.advance(by).await? {
+        Ok(advanced) => Ok(ok_json(StatusCode::OK, &serde_json::to_value(advanced)?)),
+        Err(super::clock::Refused::NotManual) => Ok(not_manual()),
+    }
+}
+
+/// `POST /sandbox/quirks {"account"?: NAME, …}`: sets the quirks given,
+/// for that account or (without one) for every account.
+async fn set_quirks(sb: &Sandbox, mut v: Value) -> anyhow::Result<Response<Body>> {
+    let Some(fields) = v.as_object_mut() else {
+        return Ok(control_error(
+            StatusCode::BAD_REQUEST,
+            "the body must be a JSON object",
+        ));
+    };
+    let account = match fields.remove("account") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => Some(name),
+        Some(_) => {
+            return Ok(control_error(
+                StatusCode::BAD_REQUEST,
+                "account must be an account's name",
+            ));
+        }
+    };
+    let patch = match serde_json::from_value::<quirks::QuirkSet>(v) {
+        Ok(p) => p,
+        Err(e) => {
+            return Ok(control_error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "not a quirk setting ({e}): eventual_consistency_ms (milliseconds), twins, out_of_order, duplicates, unsigned (true or false)"
+                ),
+            ));
+        }
+    };
+    if let Err(message) = patch.check() {
+        return Ok(control_error(StatusCode::BAD_REQUEST, &message));
+    }
+    if let Some(name) = account.clone() {
+        let known = sb
+            .db
+            .call(move |c| super::accounts::by_name(c, &name))
+            .await?
+            .is_some();
+        if !known {
+            return Ok(control_error(
+                StatusCode::NOT_FOUND,
+                &format!("no account {:?}", account.as_deref().unwrap_or_default()),
+            ));
+        }
+    }
+    let described = sb
+        .db
+        .call(move |c| {
+            quirks::set(c, account.as_deref(), patch)?;
+            quirks::describe(c)
+        })
+        .await?;
+    Ok(ok_json(StatusCode::OK, &described))
 }
 
 pub(super) async fn save(

@@ -1,6 +1,7 @@
 //! The sandbox's state in SQLite (in memory, or a file that survives a
 //! restart): accounts, resources as the API serves them, the dispatch
-//! queue with its schedule, and the log of every attempt.
+//! queue with its schedule, the log of every attempt, and the quirks in
+//! force (`quirks`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -105,6 +106,16 @@ CREATE TABLE IF NOT EXISTS devices (
     device_id TEXT NOT NULL,
     mode      TEXT NOT NULL,                 -- PDV or STANDALONE
     PRIMARY KEY (account, device_id)
+) STRICT;
+CREATE TABLE IF NOT EXISTS quirks (
+    scope    TEXT PRIMARY KEY,              -- an account's name; '': every account
+    settings TEXT NOT NULL                  -- JSON, sandbox::quirks::QuirkSet
+) STRICT;
+CREATE TABLE IF NOT EXISTS unseen (
+    kind  TEXT NOT NULL,                    -- as in resources; 'order': the Orders API
+    id    TEXT NOT NULL,
+    until INTEGER NOT NULL,                 -- sandbox clock, ms: answers 404 before
+    PRIMARY KEY (kind, id)
 ) STRICT;
 CREATE TABLE IF NOT EXISTS mails (
     id      INTEGER PRIMARY KEY,

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Sandbox;
 use super::db::DispatchState;
+use super::quirks;
 use super::shapes::Outgoing;
 use super::sql_enum::sql_enum;
 use crate::clock::rfc3339;
@@ -56,31 +57,46 @@ impl Form {
     }
 }
 
-/// Queues `out` for its first attempt now.
+/// Queues `out` for its first attempt now, with whatever the account's
+/// quirks do to it (`quirks`).
 pub fn enqueue(
     conn: &Connection,
     account: &str,
     out: &Outgoing,
     now: i64,
 ) -> rusqlite::Result<i64> {
-    let headers = serde_json::Value::Object(
-        out.headers
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
-            .collect(),
-    );
     // A dropped notification is logged, never sent: the platform's loss.
     let state = if super::db::take_drop(conn, &out.topic)? {
         DispatchState::Dropped
     } else {
         DispatchState::Pending
     };
-    conn.query_row(
+    let q = quirks::effective(conn, account)?;
+    let mut out = out.clone();
+    if state == DispatchState::Pending {
+        quirks::before_queue(conn, &q, &mut out, now)?;
+    }
+    let id = conn.query_row(
         "INSERT INTO dispatches (account, url, form, topic, resource_id, body, headers, first_at, next_due_at, state)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) RETURNING id",
-        params![account, out.url, out.form, out.topic, out.resource_id, out.body.to_string(), headers.to_string(), now, state],
+        params![account, out.url, out.form, out.topic, out.resource_id, out.body.to_string(), headers_json(&out.headers), now, state],
         |r| r.get(0),
+    )?;
+    if state == DispatchState::Pending {
+        quirks::after_queue(conn, &q, account, id, &out, now)?;
+    }
+    Ok(id)
+}
+
+/// Headers as the `dispatches` table keeps them: a JSON object.
+pub(super) fn headers_json(headers: &[(String, String)]) -> String {
+    serde_json::Value::Object(
+        headers
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+            .collect(),
     )
+    .to_string()
 }
 
 struct Due {
@@ -91,6 +107,7 @@ struct Due {
     headers: Vec<(String, String)>,
     /// The account's secret, to sign each attempt anew.
     secret: Option<String>,
+    resource_id: String,
     first_at: i64,
     attempt: u32,
 }
@@ -111,9 +128,9 @@ impl Sandbox {
                 let due: Vec<Due> = tx
                     .prepare(
                         "SELECT d.id, d.url, d.body, d.headers, d.first_at, d.attempts, d.topic,
-                                a.webhook_secret
+                                a.webhook_secret, d.resource_id
                          FROM dispatches d LEFT JOIN accounts a ON a.name = d.account
-                         WHERE d.state = ?1 AND d.next_due_at <= ?2 ORDER BY d.next_due_at",
+                         WHERE d.state = ?1 AND d.next_due_at <= ?2 ORDER BY d.next_due_at, d.id",
                     )?
                     .query_map(params![DispatchState::Pending, now], |r| {
                         let headers: String = r.get(3)?;
@@ -131,6 +148,7 @@ impl Sandbox {
                             attempt: r.get::<_, u32>(5)? + 1,
                             topic: r.get(6)?,
                             secret: r.get(7)?,
+                            resource_id: r.get(8)?,
                         })
                     })?
                     .collect::<rusqlite::Result<_>>()?;
@@ -145,29 +163,50 @@ impl Sandbox {
             })
             .await?;
         let n = due.len();
-        let mut sends = tokio::task::JoinSet::new();
+        // The notifications of one resource to one URL go one after the
+        // other, in the order they fell due (so held-back ones really
+        // arrive late); the others side by side.
+        let mut lanes: Vec<Vec<Due>> = Vec::new();
+        let mut lane_of: std::collections::HashMap<(String, String), usize> =
+            std::collections::HashMap::new();
         for d in due {
-            let me = self.clone();
-            sends.spawn(async move { me.attempt(d).await });
-        }
-        while let Some(r) = sends.join_next().await {
-            if let Ok(Err(e)) = r {
-                tracing::error!(error = %e, "cannot record a dispatch attempt");
+            let key = (d.url.clone(), d.resource_id.clone());
+            match lane_of.get(&key).and_then(|&i| lanes.get_mut(i)) {
+                Some(lane) => lane.push(d),
+                None => {
+                    lane_of.insert(key, lanes.len());
+                    lanes.push(vec![d]);
+                }
             }
         }
+        let mut sends = tokio::task::JoinSet::new();
+        for lane in lanes {
+            let me = self.clone();
+            sends.spawn(async move {
+                for d in lane {
+                    if let Err(e) = me.attempt(d).await {
+                        tracing::error!(error = %e, "cannot record a dispatch attempt");
+                    }
+                }
+            });
+        }
+        while sends.join_next().await.is_some() {}
         Ok(n)
     }
 
     pub(super) async fn dispatch_forever(self: Arc<Self>, shutdown: CancellationToken) {
         loop {
-            if let Err(e) = self.run_due().await {
-                tracing::error!(error = %e, "dispatcher failed");
-            }
-            if let Err(e) = self.send_due_mails().await {
-                tracing::error!(error = %e, "mailer failed");
-            }
-            if let Err(e) = self.run_terminals().await {
-                tracing::error!(error = %e, "emulated terminals failed");
+            {
+                let _round = self.rounds.lock().await;
+                if let Err(e) = self.run_due().await {
+                    tracing::error!(error = %e, "dispatcher failed");
+                }
+                if let Err(e) = self.send_due_mails().await {
+                    tracing::error!(error = %e, "mailer failed");
+                }
+                if let Err(e) = self.run_terminals().await {
+                    tracing::error!(error = %e, "emulated terminals failed");
+                }
             }
             let next_dispatch = self
                 .db
@@ -263,13 +302,7 @@ impl Sandbox {
         };
         tracing::info!(dispatch = d.id, attempt = d.attempt, url = %d.url, status, acked, latency_ms = latency, "sandbox dispatch");
         // What was sent is kept: the log shows each attempt's signature.
-        let sent_headers = serde_json::Value::Object(
-            d.headers
-                .iter()
-                .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
-                .collect(),
-        )
-        .to_string();
+        let sent_headers = headers_json(&d.headers);
         self.db
             .call(move |conn| {
                 let tx = conn.transaction()?;

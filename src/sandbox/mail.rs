@@ -65,6 +65,25 @@ struct Due {
     at: i64,
 }
 
+/// When the next pending mail falls due after `now` (sandbox clock, ms):
+/// its account's e-mails start `delay` after they were switched on.
+pub(super) fn next_mail_after(
+    conn: &rusqlite::Connection,
+    now: i64,
+    delay: i64,
+) -> rusqlite::Result<Option<i64>> {
+    conn.query_row(
+        "SELECT min(json_extract(a.integrator, '$.email_activated_at') + ?3) FROM mails m
+         JOIN accounts a ON a.name = m.account
+         WHERE m.state = ?1
+           AND json_extract(a.integrator, '$.email_activated_at') IS NOT NULL
+           AND json_array_length(json_extract(a.integrator, '$.event_channel_devices')) > 0
+           AND json_extract(a.integrator, '$.email_activated_at') + ?3 > ?2",
+        params![MailState::Pending, now, delay],
+        |r| r.get(0),
+    )
+}
+
 impl Sandbox {
     /// Sends the mails due now; returns how many went out.
     pub async fn send_due_mails(self: &Arc<Self>) -> anyhow::Result<usize> {

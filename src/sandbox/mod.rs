@@ -8,14 +8,17 @@
 //!   `refunds`, `merchant_orders`, `devices`, `terminals`, `search`);
 //!   `control`: the control API; `shapes`: notification bodies as the
 //!   platform sends them; `dispatch`: the queue, the schedule and the
-//!   attempts; `terminals`: emulated Point terminals moving intents.
+//!   attempts; `terminals`: emulated Point terminals moving intents;
+//!   `quirks`: the platform's misbehaviours, on demand; `clock`: the clock
+//!   testers advance.
 //!
 //! Time comes from the clock it is given, so tests can run the whole
 //! 96-hour schedule on a virtual clock (`run_due`, `run_terminals` after
-//! advancing it).
+//! advancing it, or `advance`, which runs whatever falls due on the way).
 
 mod accounts;
 mod changes;
+pub mod clock;
 mod control;
 pub mod db;
 mod devices;
@@ -26,6 +29,7 @@ pub mod mail;
 mod merchant_orders;
 mod orders;
 mod payments;
+pub mod quirks;
 mod refunds;
 mod resources;
 mod search;
@@ -126,6 +130,9 @@ pub struct Sandbox {
     mail: mail::MailSettings,
     faults: faults::Faults,
     resend_first_signature: bool,
+    /// Held by a round of the dispatcher loop and by a clock advance, so
+    /// the two never take the same work.
+    rounds: tokio::sync::Mutex<()>,
 }
 
 impl Sandbox {
@@ -153,6 +160,8 @@ impl Sandbox {
         let accounts = settings.accounts.clone();
         db.call(move |conn| {
             let tx = conn.transaction()?;
+            // Quirks are about this run: the flags set them anew.
+            quirks::clear(&tx)?;
             for a in &accounts {
                 let groups = serde_json::to_string(a.groups.as_deref().unwrap_or(
                     &EVENT_GROUPS.iter().map(|g| g.to_string()).collect::<Vec<_>>(),
@@ -187,6 +196,7 @@ impl Sandbox {
             mail: settings.mail,
             faults: faults::Faults::default(),
             resend_first_signature: settings.resend_first_signature,
+            rounds: tokio::sync::Mutex::new(()),
         }))
     }
 
@@ -197,6 +207,17 @@ impl Sandbox {
     /// Fault injection and the log of calls to the resources API.
     pub fn faults(&self) -> &faults::Faults {
         &self.faults
+    }
+
+    /// Adds `patch` to the quirks of `account` (of every account: `None`).
+    pub async fn set_quirks(
+        &self,
+        account: Option<String>,
+        patch: quirks::QuirkSet,
+    ) -> anyhow::Result<()> {
+        self.db
+            .call(move |c| quirks::set(c, account.as_deref(), patch))
+            .await
     }
 
     /// Sets a resource exactly as the API will serve it, for tests that

@@ -194,8 +194,8 @@ async fn get(
     id: &str,
     missing: &'static str,
 ) -> anyhow::Result<Response<Body>> {
-    let id = id.to_string();
-    let found = sb.db.call(move |c| db::get_resource(c, kind, &id)).await?;
+    let (id, now) = (id.to_string(), sb.now());
+    let found = sb.db.call(move |c| visible(c, kind, &id, now)).await?;
     Ok(match found {
         Some((owner, body)) if owner == account.name => ok_json(StatusCode::OK, &body),
         _ => platform_error(
@@ -214,15 +214,29 @@ async fn get_intent(
     account: &AccountRow,
     id: &str,
 ) -> anyhow::Result<Response<Body>> {
-    let id = id.to_string();
+    let (id, now) = (id.to_string(), sb.now());
     let found = sb
         .db
-        .call(move |c| db::get_resource(c, "payment_intent", &id))
+        .call(move |c| visible(c, "payment_intent", &id, now))
         .await?;
     Ok(match found {
         Some((owner, body)) if owner == account.name => ok_json(StatusCode::OK, &body),
         _ => terminals::intent_not_found(),
     })
+}
+
+/// The resource as `GET` serves it: absent while the eventual-consistency
+/// quirk hides it.
+fn visible(
+    c: &rusqlite::Connection,
+    kind: &str,
+    id: &str,
+    now: i64,
+) -> rusqlite::Result<Option<(String, Value)>> {
+    if super::quirks::hidden(c, kind, id, now)? {
+        return Ok(None);
+    }
+    db::get_resource(c, kind, id)
 }
 
 // Each check reads "unless the field is right, name it".

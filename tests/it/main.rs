@@ -23,6 +23,7 @@ mod reconcile;
 mod robustness;
 mod sandbox;
 mod sandbox_orders;
+mod sandbox_quirks;
 mod sandbox_sdk;
 mod signatures;
 mod store;

@@ -121,7 +121,7 @@ pub async fn start_sandbox_mailing(
 }
 
 /// A receiver that answers `statuses` in turn (the last one from then on).
-async fn receiver(statuses: &[u16]) -> MockServer {
+pub async fn receiver(statuses: &[u16]) -> MockServer {
     let server = MockServer::start().await;
     for (i, s) in statuses.iter().enumerate() {
         let last = i + 1 == statuses.len();
@@ -132,7 +132,7 @@ async fn receiver(statuses: &[u16]) -> MockServer {
     server
 }
 
-fn attempt_offsets(entry: &Value) -> Vec<i64> {
+pub fn attempt_offsets(entry: &Value) -> Vec<i64> {
     let at = |s: &str| humantime::parse_rfc3339_weak(s).unwrap();
     let first = at(entry["first_at"].as_str().unwrap());
     entry["attempts"]
@@ -532,7 +532,7 @@ async fn intents_take_no_notification_url() {
 
 /// The sandbox and pointhook wired together on loopback: pointhook reads
 /// the sandbox's API; the sandbox notifies pointhook.
-async fn wired() -> (RunningSandbox, TestApp, Merchant) {
+pub async fn wired() -> (RunningSandbox, TestApp, Merchant) {
     wired_with(|tc| tc).await
 }
 
@@ -564,7 +564,7 @@ pub async fn wired_with(
     (sb, app, merchant)
 }
 
-async fn wait_for_event(app: &TestApp, kind: &str) -> Value {
+pub async fn wait_for_event(app: &TestApp, kind: &str) -> Value {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         if let Some((_, data)) = app.events().into_iter().find(|(t, _)| t == kind) {

@@ -262,9 +262,14 @@ async fn get(sb: &Sandbox, ctx: &Ctx, id: &str) -> anyhow::Result<Reply> {
     if !valid_id(id) {
         return Ok(invalid_path(id));
     }
-    let (name, id) = (ctx.account.name.clone(), id.to_string());
+    let (name, id, now) = (ctx.account.name.clone(), id.to_string(), sb.now());
     sb.db
         .call(move |c| {
+            // The eventual-consistency quirk: not found for a while after
+            // its webhook is queued.
+            if crate::sandbox::quirks::hidden(c, "order", &id, now)? {
+                return Ok(not_found(&id));
+            }
             Ok(match state::load(c, &name, &id)? {
                 Some(order) => Reply::ok(StatusCode::OK, order),
                 None => not_found(&id),

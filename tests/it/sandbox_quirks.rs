@@ -1,0 +1,447 @@
+//! The sandbox's quirks (each switched on, pointhook still decides exactly
+//! once) and the clock testers advance (the whole retry schedule walked
+//! through `POST /sandbox/clock/advance` alone).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use pointhook::clock::{ManualClock, SystemClock};
+use pointhook::sandbox::AccountSpec;
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use crate::platform::Merchant;
+use crate::sandbox::{
+    RunningSandbox, TOKEN, account, attempt_offsets, receiver, start_sandbox, wait_for_event, wired,
+};
+
+async fn get(sb: &RunningSandbox, path: &str) -> (u16, Value) {
+    answer(
+        client()
+            .get(format!("{}{path}", sb.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+async fn advance(sb: &RunningSandbox, seconds: Value) -> (u16, Value) {
+    sb.control("clock/advance", json!({ "seconds": seconds }))
+        .await
+}
+
+async fn on_manual_clock(accounts: Vec<AccountSpec>) -> RunningSandbox {
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    // No dispatcher loop: only the advances move anything.
+    start_sandbox(accounts, clock, 1.0, false, None).await
+}
+
+/// Every event body the merchant received, in order.
+async fn merchant_events(merchant: &Merchant) -> Vec<Value> {
+    merchant
+        .received()
+        .await
+        .into_iter()
+        .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+        .collect()
+}
+
+/// Waits until the sandbox has nothing left to send and pointhook nothing
+/// left to run or deliver, three looks in a row.
+async fn settle(sb: &RunningSandbox, app: &TestApp) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut quiet = 0;
+    while quiet < 3 {
+        let sending = sb
+            .log()
+            .await
+            .iter()
+            .filter(|d| d["state"] == "pending" || d["state"] == "sending")
+            .count();
+        let busy = app.count("SELECT count(*) FROM jobs WHERE state IN (0, 1)")
+            + app.count("SELECT count(*) FROM events WHERE state = 0");
+        quiet = if sending == 0 && busy == 0 {
+            quiet + 1
+        } else {
+            0
+        };
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not settled: {sending} dispatches, {busy} jobs and events"
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+/// An order paid by a payment that goes in_process, then approved, with
+/// `quirk` on: the merchant hears of the release once, and of each status
+/// at most once (approved exactly once).
+async fn a_paid_order_is_decided_once(quirk: Value) -> (RunningSandbox, TestApp, Merchant) {
+    let (sb, app, merchant) = wired().await;
+    let (status, set) = sb.control("quirks", quirk).await;
+    assert_eq!(status, 200, "{set}");
+    let (_, order) = sb
+        .control(
+            "merchant_orders",
+            json!({"total_amount": 100, "external_reference": "q-1"}),
+        )
+        .await;
+    let (_, payment) = sb
+        .control(
+            &format!("merchant_orders/{}/payments", order["id"]),
+            json!({"amount": 100, "status": "in_process"}),
+        )
+        .await;
+    let (status, _) = sb
+        .control(
+            &format!("payments/{}/status", payment["id"]),
+            json!({"status": "approved"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    wait_for_event(&app, "order.released").await;
+    settle(&sb, &app).await;
+    let events = merchant_events(&merchant).await;
+    let count = |kind: &str, status: Option<&str>| {
+        events
+            .iter()
+            .filter(|e| e["type"] == kind && status.is_none_or(|s| e["data"]["status"] == s))
+            .count()
+    };
+    assert_eq!(count("order.released", None), 1, "{events:?}");
+    assert_eq!(count("payment.updated", Some("approved")), 1, "{events:?}");
+    assert!(
+        count("payment.updated", Some("in_process")) <= 1,
+        "{events:?}"
+    );
+    (sb, app, merchant)
+}
+
+#[tokio::test]
+async fn quirks_are_switched_globally_or_per_account_and_checked() {
+    let sb = on_manual_clock(vec![
+        account(None),
+        AccountSpec {
+            name: "shop-2".into(),
+            token: "TEST-shop-2".into(),
+            ..account(None)
+        },
+    ])
+    .await;
+    let (status, q) = get(&sb, "/sandbox/quirks").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        q["global"],
+        json!({"eventual_consistency_ms": 0, "twins": false, "out_of_order": false, "duplicates": false, "unsigned": false}),
+        "all off by default"
+    );
+    let (status, q) = sb.control("quirks", json!({"twins": true})).await;
+    assert_eq!(status, 200, "{q}");
+    assert_eq!(q["effective"]["shop-2"]["twins"], true, "{q}");
+    let (_, q) = sb
+        .control(
+            "quirks",
+            json!({"account": "shop-2", "twins": false, "eventual_consistency_ms": 500}),
+        )
+        .await;
+    assert_eq!(q["effective"]["shop-2"]["twins"], false, "{q}");
+    assert_eq!(q["effective"]["shop-2"]["eventual_consistency_ms"], 500);
+    assert_eq!(q["effective"]["default"]["twins"], true);
+    assert_eq!(q["effective"]["default"]["eventual_consistency_ms"], 0);
+    assert_eq!(
+        q["accounts"]["shop-2"],
+        json!({"twins": false, "eventual_consistency_ms": 500})
+    );
+    for (bad, code) in [
+        (json!({"bogus": true}), 400),
+        (json!({"twins": "yes"}), 400),
+        (json!({"eventual_consistency_ms": -1}), 400),
+        (json!({"eventual_consistency_ms": 86_400_000}), 400),
+        (json!({"account": 7, "twins": true}), 400),
+        (json!({"account": "nobody", "twins": true}), 404),
+    ] {
+        let (status, e) = sb.control("quirks", bad.clone()).await;
+        assert_eq!(status, code, "{bad} → {e}");
+        assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()), "{e}");
+    }
+    let res = client()
+        .delete(format!("{}/sandbox/quirks", sb.url))
+        .send()
+        .await
+        .unwrap();
+    let (status, q) = answer(res).await;
+    assert_eq!(status, 200);
+    assert_eq!(q["effective"]["default"]["twins"], false, "{q}");
+    assert_eq!(q["accounts"], json!({}));
+    sb.stop().await;
+}
+
+/// Eventual consistency: the changed resource answers the platform's 404
+/// until the time has passed on the sandbox's clock.
+#[tokio::test]
+async fn eventual_consistency_hides_a_changed_resource_for_a_while() {
+    let target = receiver(&[200]).await;
+    let sb = on_manual_clock(vec![account(Some(target.uri()))]).await;
+    sb.control("quirks", json!({"eventual_consistency_ms": 2000}))
+        .await;
+    let (_, order) = sb
+        .control("merchant_orders", json!({"total_amount": 10}))
+        .await;
+    let path = format!("/merchant_orders/{}", order["id"]);
+    let (status, e) = get(&sb, &path).await;
+    assert_eq!(status, 404, "{e}");
+    assert_eq!(e["error"], "not_found");
+    assert_eq!(e["status"], 404);
+    advance(&sb, json!(1.5)).await;
+    assert_eq!(get(&sb, &path).await.0, 404, "still hidden at 1.5 s");
+    advance(&sb, json!(0.5)).await;
+    let (status, found) = get(&sb, &path).await;
+    assert_eq!((status, &found["id"]), (200, &order["id"]));
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn eventual_consistency_pointhook_is_refused_retries_and_decides_once() {
+    let (sb, app, _merchant) =
+        a_paid_order_is_decided_once(json!({"eventual_consistency_ms": 800})).await;
+    assert!(
+        app.count("SELECT count(*) FROM fetches WHERE status = 404") >= 1,
+        "pointhook's first fetch met the 404"
+    );
+    app.stop().await;
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn twins_pointhook_decides_once() {
+    let (sb, app, _merchant) = a_paid_order_is_decided_once(json!({"twins": true})).await;
+    let log = sb.log().await;
+    let forms = |form: &str| log.iter().filter(|d| d["form"] == form).count();
+    assert!(forms("webhook") >= 3, "webhook twins sent: {log:?}");
+    assert_eq!(forms("webhook"), forms("ipn"), "one twin per IPN");
+    assert!(
+        log.iter()
+            .filter(|d| d["form"] == "webhook")
+            .all(|d| d["url"]
+                .as_str()
+                .unwrap()
+                .contains("/notifications?data.id=")),
+        "to the account URL"
+    );
+    app.stop().await;
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn duplicates_pointhook_decides_once() {
+    let (sb, app, _merchant) = a_paid_order_is_decided_once(json!({"duplicates": true})).await;
+    let log = sb.log().await;
+    let mut urls: Vec<&str> = log.iter().map(|d| d["url"].as_str().unwrap()).collect();
+    urls.sort();
+    for chunk in urls.chunk_by(|a, b| a == b) {
+        assert!(chunk.len() % 2 == 0, "each notification twice: {urls:?}");
+    }
+    assert!(
+        app.count("SELECT count(*) FROM deliveries WHERE duplicate_of IS NOT NULL") >= 1,
+        "pointhook saw the same notification again"
+    );
+    app.stop().await;
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn out_of_order_pointhook_decides_once() {
+    let (sb, app, _merchant) = a_paid_order_is_decided_once(json!({"out_of_order": true})).await;
+    app.stop().await;
+    sb.stop().await;
+}
+
+/// Out of order: the notifications of one resource are held, then the
+/// newest change's goes first.
+#[tokio::test]
+async fn out_of_order_sends_a_later_change_first() {
+    let target = receiver(&[200]).await;
+    let sb = on_manual_clock(vec![account(None)]).await;
+    sb.control("quirks", json!({"out_of_order": true})).await;
+    let (_, order) = sb
+        .control("merchant_orders", json!({"total_amount": 10}))
+        .await;
+    let (_, payment) = sb
+        .control(
+            &format!("merchant_orders/{}/payments", order["id"]),
+            json!({"amount": 10, "status": "in_process",
+                   "notification_url": format!("{}/p?source_news=webhooks", target.uri())}),
+        )
+        .await;
+    sb.control(
+        &format!("payments/{}/status", payment["id"]),
+        json!({"status": "approved"}),
+    )
+    .await;
+    let (_, advanced) = advance(&sb, json!(0.5)).await;
+    assert_eq!(advanced["fired"]["attempts"], 0, "held: {advanced}");
+    advance(&sb, json!(1)).await;
+    let actions: Vec<String> = target
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let body: Value = serde_json::from_slice(&r.body).unwrap();
+            body["action"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(actions, ["payment.updated", "payment.created"]);
+    sb.stop().await;
+}
+
+/// Unsigned: the sandbox has the secret and would sign; its webhooks go
+/// without `x-signature`, and pointhook (holding the secret) keeps the
+/// intent body as unsigned and decides once.
+#[tokio::test]
+async fn unsigned_pointhook_decides_once() {
+    let merchant = Merchant::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let notifications = format!("http://{}/notifications", listener.local_addr().unwrap());
+    let sb = start_sandbox(
+        vec![AccountSpec {
+            webhook_url: Some(notifications.clone()),
+            webhook_secret: Some(SECRET.into()),
+            ..account(Some(notifications))
+        }],
+        Arc::new(SystemClock),
+        0.01,
+        true,
+        None,
+    )
+    .await;
+    let app = spawn_app_with(TestConfig {
+        worker_loop: true,
+        listener: Some(listener),
+        accounts: format!(
+            "[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\nwebhook_secret = \"{SECRET}\"\n"
+        ),
+        ..TestConfig::default().api(&sb.url).extra(&merchant.config())
+    })
+    .await;
+    sb.control("quirks", json!({"unsigned": true})).await;
+    let (_, intent) = sb.control("payment_intents", json!({"amount": 1500})).await;
+    let id = intent["id"].as_str().unwrap();
+    sb.control(
+        &format!("payment_intents/{id}/state"),
+        json!({"state": "FINISHED"}),
+    )
+    .await;
+    wait_for_event(&app, "payment_intent.finished").await;
+    settle(&sb, &app).await;
+    let finished = merchant_events(&merchant)
+        .await
+        .into_iter()
+        .filter(|e| e["type"] == "payment_intent.finished")
+        .count();
+    assert_eq!(finished, 1);
+    // 3: unsigned; 1 and 4: a valid signature.
+    assert!(app.count("SELECT count(*) FROM deliveries WHERE signature = 3") >= 1);
+    assert_eq!(
+        app.count("SELECT count(*) FROM deliveries WHERE signature IN (1, 4)"),
+        0
+    );
+    app.stop().await;
+    sb.stop().await;
+}
+
+/// The manual clock walks the platform's whole retry schedule, driven by
+/// `POST /sandbox/clock/advance` alone.
+#[tokio::test]
+async fn the_manual_clock_walks_the_whole_retry_schedule() {
+    let target = receiver(&[500]).await;
+    let sb = on_manual_clock(vec![account(Some(target.uri()))]).await;
+    let (_, before) = get(&sb, "/sandbox/clock").await;
+    assert_eq!(before["manual"], true);
+    sb.control("merchant_orders", json!({"total_amount": 10}))
+        .await;
+    let (status, first) = advance(&sb, json!(1000)).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["fired"]["attempts"], 2, "at 0 and 15 min: {first}");
+    let (_, rest) = advance(&sb, json!(100 * 3600)).await;
+    assert_eq!(rest["fired"]["attempts"], 4, "{rest}");
+    let log = sb.log().await;
+    assert_eq!(log.len(), 1);
+    assert_eq!(
+        attempt_offsets(&log[0]),
+        [0, 900, 1800, 21_600, 172_800, 345_600]
+    );
+    assert_eq!(log[0]["state"], "given_up");
+    assert_eq!(target.received_requests().await.unwrap().len(), 6);
+    let (_, after) = get(&sb, "/sandbox/clock").await;
+    let at = |v: &Value| humantime::parse_rfc3339_weak(v["now"].as_str().unwrap()).unwrap();
+    let moved = at(&after).duration_since(at(&before)).unwrap().as_secs();
+    assert_eq!(moved, 1000 + 100 * 3600, "to the end of the advance");
+    assert_eq!(after["now"], rest["now"]);
+    sb.stop().await;
+}
+
+/// Advancing also moves emulated terminals: an intent on a device ends
+/// FINISHED and its webhook goes, in one advance.
+#[tokio::test]
+async fn advancing_moves_terminals_and_sends_what_they_queue() {
+    let target = receiver(&[200]).await;
+    let sb = on_manual_clock(vec![AccountSpec {
+        webhook_url: Some(target.uri()),
+        devices: vec!["DEV-Q1".into()],
+        ..account(None)
+    }])
+    .await;
+    let (status, intent) = answer(
+        client()
+            .post(format!(
+                "{}/point/integration-api/devices/DEV-Q1/payment-intents",
+                sb.url
+            ))
+            .bearer_auth(TOKEN)
+            .json(&json!({"amount": 2500}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{intent}");
+    let (_, advanced) = advance(&sb, json!(60)).await;
+    assert_eq!(advanced["fired"]["terminal_steps"], 3, "{advanced}");
+    let id = intent["id"].as_str().unwrap();
+    let (_, now) = get(&sb, &format!("/point/integration-api/payment-intents/{id}")).await;
+    assert_eq!(now["state"], "FINISHED");
+    let got = target.received_requests().await.unwrap();
+    assert!(
+        got.iter().any(|r| {
+            serde_json::from_slice::<Value>(&r.body)
+                .is_ok_and(|b| b["id"] == id && b["state"] == "FINISHED")
+        }),
+        "the intent webhook went in the same advance"
+    );
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn advance_is_refused_on_a_real_clock_and_for_bad_amounts() {
+    let real = start_sandbox(vec![account(None)], Arc::new(SystemClock), 1.0, false, None).await;
+    let (_, clock) = get(&real, "/sandbox/clock").await;
+    assert_eq!(clock["manual"], false);
+    assert!(humantime::parse_rfc3339_weak(clock["now"].as_str().unwrap()).is_ok());
+    let (status, e) = advance(&real, json!(10)).await;
+    assert_eq!(status, 409, "{e}");
+    assert_eq!(e["error"], "clock_not_manual");
+    real.stop().await;
+
+    let sb = on_manual_clock(vec![account(None)]).await;
+    for bad in [json!(0), json!(-5), json!("ten"), Value::Null, json!(1e12)] {
+        let (status, e) = advance(&sb, bad.clone()).await;
+        assert_eq!(status, 400, "{bad} → {e}");
+        assert!(e["message"].as_str().unwrap().contains("seconds"), "{e}");
+    }
+    let (status, _) = advance(&sb, json!(0.25)).await;
+    assert_eq!(status, 200, "a fraction of a second is fine");
+    sb.stop().await;
+}
