@@ -7,7 +7,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 corpus="$here/corpus"
-mkdir -p "$corpus"/{classify,signature,money,config_env}
+mkdir -p "$corpus"/{classify,signature,money,config_env,sandbox}
 
 python3 - "$root" "$corpus" <<'PY'
 import glob, hashlib, json, os, sys
@@ -135,7 +135,49 @@ envs = [
 for e in envs:
     put("config_env", e)
 print(f"config_env: {len(envs)} override sets")
+
+# sandbox: METHOD " " PATH "\n" BODY. The routes README.md and docs/sandbox.md
+# list (with the JSON body written beside them, if any), placeholders filled
+# with the harness's device and small ids; then fixtures/api bodies sent to
+# the routes that create or set resources.
+import re
+route = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE) (/[^\s`|)\\…]+)(?:`? `(\{[^`]*\})`)?")
+kinds = ["payment", "merchant_order", "chargeback", "payment_intent"]
+def fill(path):
+    if "/devices/{id}" in path:
+        path = path.replace("{id}", "FUZZ_DEVICE__0001", 1)
+    return re.sub(r"\{[a-z_]+\}", "1", path)
+seen = set()
+for doc in ("README.md", "docs/sandbox.md"):
+    for line in open(os.path.join(root, doc)):
+        for m in route.finditer(line):
+            method, path, body = m.group(1), m.group(2), m.group(3) or ""
+            if path.startswith("/api/") or path in ("/healthz", "/readyz", "/metrics"):
+                continue  # pointhook's own admin API, not the sandbox's
+            try:
+                json.loads(body)
+            except ValueError:
+                body = ""  # the docs' shorthand ("…", "|") is not JSON
+            paths = [path]
+            if path.startswith("/sandbox/resources/"):
+                paths = [f"/sandbox/resources/{k}/1" for k in kinds]
+            for p in paths:
+                req = f"{method} {fill(p)}\n{body}"
+                if req not in seen:
+                    seen.add(req)
+                    put("sandbox", req)
+n = 0
+for path in sorted(glob.glob(os.path.join(root, "fixtures/api/**/*.json"), recursive=True)):
+    body = open(path).read()
+    name = os.path.basename(path)
+    kind = next((k for k in kinds if name.startswith(k.replace("_", "-"))), None)
+    if kind:
+        put("sandbox", f"PUT /sandbox/resources/{kind}/1\n{body}")
+    for target in ("POST /v1/payments", "POST /v1/orders", "POST /merchant_orders"):
+        put("sandbox", f"{target}\n{body}")
+    n += 1
+print(f"sandbox: {len(seen)} routes + {n} fixtures/api bodies")
 PY
-for t in classify signature money config_env; do
+for t in classify signature money config_env sandbox; do
     echo "$t: $(ls "$corpus/$t" | wc -l) files in corpus/$t"
 done
