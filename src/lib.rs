@@ -126,6 +126,7 @@ impl App {
                     .iter()
                     .map(|a| (a.name.clone(), a.unauthenticated_alerts()))
                     .collect(),
+                metrics: metrics.clone(),
             },
         ));
         let outbox = match (&config.fulfillment, fulfillment_url) {

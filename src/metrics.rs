@@ -38,6 +38,11 @@ pub struct MissedLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabel {
     pub state: &'static str,
 }
@@ -55,6 +60,13 @@ pub struct Metrics {
     outbox_backlog: Gauge,
     outbox_oldest_seconds: Gauge,
     missed: Family<MissedLabels, Counter>,
+    job_runs: Family<OutcomeLabel, Counter>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics { .. }")
+    }
 }
 
 impl Default for Metrics {
@@ -131,6 +143,12 @@ impl Metrics {
             "Changes found by reconciliation that no notification announced in time",
             missed.clone(),
         );
+        let job_runs = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "job_runs",
+            "Job runs that ended, by how: done, retry, dead, lease_lost",
+            job_runs.clone(),
+        );
         Metrics {
             registry,
             deliveries,
@@ -144,7 +162,12 @@ impl Metrics {
             outbox_backlog,
             outbox_oldest_seconds,
             missed,
+            job_runs,
         }
+    }
+
+    pub fn job_run(&self, outcome: &'static str) {
+        self.job_runs.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
     pub fn missed(&self, account: &str, topic: &'static str) {

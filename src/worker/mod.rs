@@ -43,6 +43,8 @@ pub struct WorkerSettings {
     pub deliver_events: bool,
     /// What each account does with a fraud alert that is not authenticated.
     pub alerts: HashMap<String, UnauthenticatedAlerts>,
+    /// Where each run's end is counted.
+    pub metrics: crate::metrics::SharedMetrics,
 }
 
 pub struct Worker {
@@ -268,6 +270,7 @@ impl Worker {
                 },
                 () = keep_lease(&self.store, self.clock.as_ref(), &job, self.settings.lease) => {
                     tracing::warn!("lease lost: this run stops and records nothing");
+                    self.settings.metrics.job_run("lease_lost");
                     return Ok(());
                 }
             };
@@ -301,6 +304,7 @@ impl Worker {
             Ok(effects) => JobOutcome::Done(effects),
             Err(JobError::LeaseLost) => {
                 tracing::warn!("lease lost mid-run: nothing more is recorded");
+                self.settings.metrics.job_run("lease_lost");
                 return Ok(());
             }
             Err(e @ (JobError::Retry { .. } | JobError::Panicked(_)))
@@ -340,11 +344,20 @@ impl Worker {
                 }
             }
         };
-        match self
+        let ended = match &outcome {
+            JobOutcome::Done(_) => "done",
+            JobOutcome::Retry { .. } => "retry",
+            JobOutcome::Dead { .. } => "dead",
+        };
+        let finish = self
             .store
             .finish_job(job, outcome, fetches, now, self.settings.deliver_events)
-            .await?
-        {
+            .await?;
+        self.settings.metrics.job_run(match finish {
+            Finish::LeaseLost => "lease_lost",
+            Finish::Recorded(_) => ended,
+        });
+        match finish {
             Finish::Recorded(events) if !events.is_empty() => {
                 tracing::debug!(events = events.len(), "events queued");
             }

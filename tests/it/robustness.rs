@@ -221,6 +221,7 @@ async fn a_run_stops_when_its_renewal_finds_the_lease_lost() {
         worker_loop: true,
         api_timeout_secs: 10,
         worker: "lease_secs = 2".into(),
+        admin_token: Some("t".into()),
         ..TestConfig::default().api(&api.uri())
     })
     .await;
@@ -232,7 +233,25 @@ async fn a_run_stops_when_its_renewal_finds_the_lease_lost() {
         "UPDATE jobs SET attempts = attempts + 10, lease_until = $1",
         &[SqlValue::Int(pointhook::store::unix_ms_now() + 3_600_000)],
     );
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The run has ended, as lost, before anything is looked at.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = app
+            .client
+            .get(format!("http://{}/metrics", app.admin_addr.unwrap()))
+            .bearer_auth("t")
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if metrics.contains("pointhook_job_runs_total{outcome=\"lease_lost\"} 1") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{metrics}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert!(
         app.events().is_empty(),
         "the run that lost its lease decided nothing"
