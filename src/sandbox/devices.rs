@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::Sandbox;
 use super::accounts::{AccountRow, device_mode};
 use super::control::control_error;
-use super::intents::{FinalState, PAYMENT_STATUSES};
+use super::intents::final_state_of;
 use super::resources::{ok_json, platform_error};
 use crate::http::classify::Query;
 use crate::http::response::Body;
@@ -154,28 +154,9 @@ pub(super) async fn set_preset(
     device: &str,
     v: &Value,
 ) -> anyhow::Result<Response<Body>> {
-    let Some(state) = v
-        .get("state")
-        .and_then(Value::as_str)
-        .and_then(FinalState::parse)
-    else {
-        return Ok(control_error(
-            StatusCode::BAD_REQUEST,
-            &format!("state must be {}", FinalState::NAMES),
-        ));
-    };
-    let status = match v.get("payment_status") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if PAYMENT_STATUSES.contains(&s.as_str()) => Some(s.clone()),
-        Some(_) => {
-            return Ok(control_error(
-                StatusCode::BAD_REQUEST,
-                &format!(
-                    "payment_status must be one of {}",
-                    PAYMENT_STATUSES.join(", ")
-                ),
-            ));
-        }
+    let (state, status) = match final_state_of(v) {
+        Ok(asked) => asked,
+        Err(refusal) => return Ok(refusal),
     };
     let (name, id) = (account.name.clone(), device.to_string());
     let known = sb

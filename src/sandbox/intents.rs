@@ -111,6 +111,35 @@ impl FinalState {
 /// The payment statuses a terminal's payment can be made with.
 pub(super) const PAYMENT_STATUSES: [&str; 4] = ["approved", "rejected", "in_process", "pending"];
 
+/// The final state and payment status a control call asks for
+/// (`{"state", "payment_status"?}`), or the refusal naming what is wrong.
+pub(super) fn final_state_of(v: &Value) -> Result<(FinalState, Option<String>), Response<Body>> {
+    let state = v
+        .get("state")
+        .and_then(Value::as_str)
+        .and_then(FinalState::parse)
+        .ok_or_else(|| {
+            control_error(
+                StatusCode::BAD_REQUEST,
+                &format!("state must be {}", FinalState::NAMES),
+            )
+        })?;
+    let status = match v.get("payment_status") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if PAYMENT_STATUSES.contains(&s.as_str()) => Some(s.clone()),
+        Some(_) => {
+            return Err(control_error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "payment_status must be one of {}",
+                    PAYMENT_STATUSES.join(", ")
+                ),
+            ));
+        }
+    };
+    Ok((state, status))
+}
+
 /// `POST /sandbox/payment_intents/{id}/state`: moves an intent to a final
 /// state at once.
 pub(super) async fn move_intent(
@@ -119,28 +148,9 @@ pub(super) async fn move_intent(
     id: &str,
     v: &Value,
 ) -> anyhow::Result<Response<Body>> {
-    let Some(state) = v
-        .get("state")
-        .and_then(Value::as_str)
-        .and_then(FinalState::parse)
-    else {
-        return Ok(control_error(
-            StatusCode::BAD_REQUEST,
-            &format!("state must be {}", FinalState::NAMES),
-        ));
-    };
-    let status = match v.get("payment_status") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if PAYMENT_STATUSES.contains(&s.as_str()) => Some(s.clone()),
-        Some(_) => {
-            return Ok(control_error(
-                StatusCode::BAD_REQUEST,
-                &format!(
-                    "payment_status must be one of {}",
-                    PAYMENT_STATUSES.join(", ")
-                ),
-            ));
-        }
+    let (state, status) = match final_state_of(v) {
+        Ok(asked) => asked,
+        Err(refusal) => return Ok(refusal),
     };
     Ok(match finish(sb, account, id, state, status).await? {
         Some(intent) => ok_json(StatusCode::OK, &intent),

@@ -540,14 +540,22 @@ pub async fn wired() -> (RunningSandbox, TestApp, Merchant) {
 pub async fn wired_with(
     adjust: impl FnOnce(TestConfig) -> TestConfig,
 ) -> (RunningSandbox, TestApp, Merchant) {
+    wired_both(|a| a, adjust).await
+}
+
+/// `wired`, with the sandbox's account and the app's configuration adjusted.
+pub async fn wired_both(
+    account_of: impl FnOnce(AccountSpec) -> AccountSpec,
+    adjust: impl FnOnce(TestConfig) -> TestConfig,
+) -> (RunningSandbox, TestApp, Merchant) {
     let merchant = Merchant::start().await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let notifications = format!("http://{}/notifications", listener.local_addr().unwrap());
     let sb = start_sandbox(
-        vec![AccountSpec {
+        vec![account_of(AccountSpec {
             webhook_url: Some(notifications.clone()),
             ..account(Some(notifications))
-        }],
+        })],
         Arc::new(SystemClock),
         0.01,
         true,

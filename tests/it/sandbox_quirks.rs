@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use crate::helpers::*;
 use crate::platform::Merchant;
 use crate::sandbox::{
-    RunningSandbox, TOKEN, account, attempt_offsets, receiver, start_sandbox, wait_for_event, wired,
+    RunningSandbox, TOKEN, account, attempt_offsets, receiver, start_sandbox, wait_for_event,
+    wired, wired_both,
 };
 
 async fn get(sb: &RunningSandbox, path: &str) -> (u16, Value) {
@@ -302,29 +303,18 @@ async fn out_of_order_sends_a_later_change_first() {
 /// intent body as unsigned and decides once.
 #[tokio::test]
 async fn unsigned_pointhook_decides_once() {
-    let merchant = Merchant::start().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let notifications = format!("http://{}/notifications", listener.local_addr().unwrap());
-    let sb = start_sandbox(
-        vec![AccountSpec {
-            webhook_url: Some(notifications.clone()),
+    let (sb, app, merchant) = wired_both(
+        |a| AccountSpec {
             webhook_secret: Some(SECRET.into()),
-            ..account(Some(notifications))
-        }],
-        Arc::new(SystemClock),
-        0.01,
-        true,
-        None,
+            ..a
+        },
+        |tc| TestConfig {
+            accounts: format!(
+                "[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\nwebhook_secret = \"{SECRET}\"\n"
+            ),
+            ..tc
+        },
     )
-    .await;
-    let app = spawn_app_with(TestConfig {
-        worker_loop: true,
-        listener: Some(listener),
-        accounts: format!(
-            "[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\nwebhook_secret = \"{SECRET}\"\n"
-        ),
-        ..TestConfig::default().api(&sb.url).extra(&merchant.config())
-    })
     .await;
     sb.control("quirks", json!({"unsigned": true})).await;
     let (_, intent) = sb.control("payment_intents", json!({"amount": 1500})).await;

@@ -5,10 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use pointhook::clock::SystemClock;
 use pointhook::domain::JobState;
 use pointhook::sandbox::AccountSpec;
 use serde_json::Value;
@@ -34,33 +32,22 @@ const TERMINALS: [&str; 8] = [
 /// sending its signed webhooks to pointhook, which has the account's
 /// webhook secret and sweeps every second with a grace of three seconds.
 async fn wired() -> (RunningSandbox, TestApp, Merchant) {
-    let merchant = Merchant::start().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let notifications = format!("http://{}/notifications", listener.local_addr().unwrap());
-    let sb = start_sandbox(
-        vec![AccountSpec {
-            webhook_url: Some(notifications.clone()),
+    crate::sandbox::wired_both(
+        |a| AccountSpec {
             webhook_secret: Some(SECRET.into()),
             devices: TERMINALS.iter().map(|t| t.to_string()).collect(),
-            ..account(Some(notifications))
-        }],
-        Arc::new(SystemClock),
-        0.01,
-        true,
-        None,
+            ..a
+        },
+        |tc| TestConfig {
+            accounts: format!(
+                "[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\nwebhook_secret = \"{SECRET}\"\n"
+            ),
+            reconcile: "enabled = true\ninterval_secs = 1\nlookback_secs = 3600\ngrace_secs = 3"
+                .into(),
+            ..tc
+        },
     )
-    .await;
-    let app = spawn_app_with(TestConfig {
-        worker_loop: true,
-        listener: Some(listener),
-        accounts: format!(
-            "[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\nwebhook_secret = \"{SECRET}\"\n"
-        ),
-        reconcile: "enabled = true\ninterval_secs = 1\nlookback_secs = 3600\ngrace_secs = 3".into(),
-        ..TestConfig::default().api(&sb.url).extra(&merchant.config())
-    })
-    .await;
-    (sb, app, merchant)
+    .await
 }
 
 /// The `platform_order.*` events the merchant got, per order, in the order
