@@ -1,7 +1,7 @@
 //! Input: environment overrides, one `NAME=VALUE` per line; each NAME gets
 //! the `POINTHOOK_` prefix (a line without `=` is a name with an empty
 //! value). A first line `@sample` applies them to sample-config.toml,
-//! anything else to the minimal valid configuration of src/config/tests.rs.
+//! anything else to the minimal valid configuration of crates/receiver/src/config/tests.rs.
 //! `Config::from_toml` must never panic; errors are fine.
 //!
 //! `*_FILE` keys name files that are read. So the fuzzer cannot make it read

@@ -21,8 +21,8 @@ use std::time::{Duration, SystemTime};
 
 use libfuzzer_sys::fuzz_target;
 use pointhook::clock::ManualClock;
-use pointhook::sandbox::mail::MailSettings;
-use pointhook::sandbox::{AccountSpec, Sandbox, SandboxSettings};
+use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use tokio_util::sync::CancellationToken;
 
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];

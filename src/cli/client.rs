@@ -9,9 +9,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use crate::api::types::PlatformError;
-use crate::sandbox::dispatch::{FIRST_WINDOW, RETRY_OFFSETS, RETRY_WINDOW};
-use crate::sandbox::shapes;
+use pointhook::api::types::PlatformError;
+use pointhook_sandbox::dispatch::{FIRST_WINDOW, RETRY_OFFSETS, RETRY_WINDOW};
+use pointhook_sandbox::shapes;
 
 /// Where the API is and whose token to use.
 #[derive(Debug, Clone, Args)]
@@ -118,7 +118,7 @@ fn id_json(text: &str) -> Value {
 }
 
 fn client() -> anyhow::Result<reqwest::Client> {
-    crate::tls::install_default_provider();
+    pointhook::tls::install_default_provider();
     Ok(reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()?)

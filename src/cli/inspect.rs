@@ -6,8 +6,8 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::domain::{EventState, JobState};
-use crate::store::{self, DeliveryFilter, Store, unix_ms_now};
+use pointhook::domain::{EventState, JobState};
+use pointhook::store::{self, DeliveryFilter, Store, unix_ms_now};
 
 #[derive(Debug, Subcommand)]
 pub enum Deliveries {
@@ -309,8 +309,8 @@ pub async fn orders(store: &Store, cmd: Orders) -> anyhow::Result<()> {
             format!(
                 "nothing known of {} {} (account {})",
                 store::views::order_kind(&id).replace('_', " "),
-                crate::text::for_terminal(&id),
-                crate::text::for_terminal(&account)
+                pointhook::text::for_terminal(&id),
+                pointhook::text::for_terminal(&account)
             )
         })?;
     print(&out, &o, |o| {
@@ -426,8 +426,8 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
 }
 
 pub async fn fraud(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<()> {
-    use crate::domain::Review;
-    use crate::store::Answer;
+    use pointhook::domain::Review;
+    use pointhook::store::Answer;
     let (id, answer, what) = match cmd {
         Fraud::List { all, out } => {
             let state = (!all).then_some(Review::Held);
@@ -482,9 +482,9 @@ fn print<T: Serialize>(
     // What a notification held never reaches the terminal raw.
     if out.json {
         let json = serde_json::to_string_pretty(value)?;
-        println!("{}", crate::text::json_for_terminal(&json));
+        println!("{}", pointhook::text::json_for_terminal(&json));
     } else {
-        print!("{}", crate::text::for_terminal(&human(value)));
+        print!("{}", pointhook::text::for_terminal(&human(value)));
     }
     Ok(())
 }
@@ -565,7 +565,7 @@ fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
         // A cell stays on its line.
         let row = row
             .into_iter()
-            .map(|c| crate::text::printable(&c).into_owned())
+            .map(|c| pointhook::text::printable(&c).into_owned())
             .collect();
         out.push_str(&line(row));
     }
@@ -576,7 +576,7 @@ fn fields(pairs: &[(&str, String)]) -> String {
     let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     pairs
         .iter()
-        .map(|(k, v)| format!("{k:<width$}  {}\n", crate::text::printable(v)))
+        .map(|(k, v)| format!("{k:<width$}  {}\n", pointhook::text::printable(v)))
         .collect()
 }
 

@@ -16,9 +16,9 @@ mod platform_orders;
 mod reconcile;
 mod sandbox;
 
-use crate::config::{Config, ConfigError, LogFormat};
-use crate::store::{self, Location, Store};
-use crate::{App, Options};
+use pointhook::config::{Config, ConfigError, LogFormat};
+use pointhook::store::{self, Location, Store};
+use pointhook::{App, Options};
 
 /// `EX_USAGE`: the configuration is wrong; restarting will not help.
 const EXIT_CONFIG: u8 = 64;

@@ -9,10 +9,10 @@ use anyhow::Context;
 use clap::Subcommand;
 use sha2::{Digest, Sha256};
 
-use crate::api::ApiClient;
-use crate::config::Config;
-use crate::domain::PlatformOrderId;
-use crate::money::Money;
+use pointhook::api::ApiClient;
+use pointhook::config::Config;
+use pointhook::domain::PlatformOrderId;
+use pointhook::money::Money;
 
 #[derive(Debug, Subcommand)]
 pub enum PlatformOrders {
@@ -42,18 +42,22 @@ pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
             (id, account)
         }
     };
-    let order = PlatformOrderId::parse(id)
-        .map_err(|e| anyhow::anyhow!("{:?} is not an order id: {e}", crate::text::printable(id)))?;
+    let order = PlatformOrderId::parse(id).map_err(|e| {
+        anyhow::anyhow!(
+            "{:?} is not an order id: {e}",
+            pointhook::text::printable(id)
+        )
+    })?;
     if !config.accounts.iter().any(|a| &a.name == account) {
         anyhow::bail!(
             "no account {:?} in the configuration",
-            crate::text::printable(account)
+            pointhook::text::printable(account)
         );
     }
     let api = ApiClient::new(
         &config.api,
         &config.resolve_accounts()?,
-        Arc::new(crate::metrics::Metrics::new()),
+        Arc::new(pointhook::metrics::Metrics::new()),
     )
     .context("cannot build the API client")?;
     let answer = match &cmd {
@@ -90,7 +94,7 @@ pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
     .with_context(|| format!("the platform refused it for order {order}"))?;
     println!(
         "{}",
-        crate::text::json_for_terminal(&serde_json::to_string_pretty(&answer)?)
+        pointhook::text::json_for_terminal(&serde_json::to_string_pretty(&answer)?)
     );
     Ok(())
 }

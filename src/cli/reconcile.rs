@@ -9,10 +9,10 @@ use anyhow::Context;
 use clap::Args;
 use jiff::Timestamp;
 
-use crate::api::ApiClient;
-use crate::config::Config;
-use crate::reconcile::{Mode, Pass, Report};
-use crate::store::Store;
+use pointhook::api::ApiClient;
+use pointhook::config::Config;
+use pointhook::reconcile::{Mode, Pass, Report};
+use pointhook::store::Store;
 
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
@@ -42,7 +42,7 @@ pub async fn run(config: Config, args: ReconcileArgs) -> anyhow::Result<()> {
         Some(a) if config.accounts.iter().any(|c| &c.name == a) => vec![a.clone()],
         Some(a) => anyhow::bail!(
             "no account {:?} in the configuration",
-            crate::text::printable(a)
+            pointhook::text::printable(a)
         ),
         None => config.accounts.iter().map(|a| a.name.clone()).collect(),
     };
@@ -54,7 +54,7 @@ pub async fn run(config: Config, args: ReconcileArgs) -> anyhow::Result<()> {
         ApiClient::new(
             &config.api,
             &resolved,
-            Arc::new(crate::metrics::Metrics::new()),
+            Arc::new(pointhook::metrics::Metrics::new()),
         )
         .context("cannot build the API client")?,
     );

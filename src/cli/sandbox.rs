@@ -10,10 +10,10 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::{Clock, ManualClock, SystemClock};
-use crate::sandbox::mail::MailSettings;
-use crate::sandbox::quirks::QuirkSet;
-use crate::sandbox::{AccountSpec, Sandbox, SandboxFile, SandboxSettings};
+use pointhook::clock::{Clock, ManualClock, SystemClock};
+use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::quirks::QuirkSet;
+use pointhook_sandbox::{AccountSpec, Sandbox, SandboxFile, SandboxSettings};
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -118,7 +118,7 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
     if accounts.is_empty() || !args.tokens.is_empty() {
         let mut tokens = args.tokens.clone();
         if tokens.is_empty() {
-            let t = format!("TEST-{}", crate::sandbox::random_token());
+            let t = format!("TEST-{}", pointhook_sandbox::random_token());
             made_up = Some(t.clone());
             tokens.push(t);
         }
@@ -211,7 +211,7 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
 }
 
 async fn print_log(url: &str, json: bool) -> anyhow::Result<()> {
-    crate::tls::install_default_provider();
+    pointhook::tls::install_default_provider();
     let log: serde_json::Value =
         reqwest::get(format!("{}/sandbox/deliveries", url.trim_end_matches('/')))
             .await

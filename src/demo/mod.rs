@@ -19,13 +19,14 @@ use hyper::body::Incoming;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::SystemClock;
-use crate::config::Config;
-use crate::http::{Handler, ServerSettings, response};
-use crate::sandbox::mail::MailSettings;
-use crate::sandbox::{AccountSpec, Sandbox, SandboxSettings};
-use crate::store;
-use crate::{App, Options};
+use pointhook::clock::SystemClock;
+use pointhook::config::Config;
+use pointhook::store;
+use pointhook::{App, Options};
+use pointhook_common::response;
+use pointhook_common::serve::{Handler, Limits, serve_with};
+use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use scenario::{Expect, Scenario, interpolate};
 
 const TOKEN: &str = "TEST-demo-token";
@@ -47,17 +48,15 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
 
     let merchant = Arc::new(Merchant::default());
     let merchant_addr = merchant_listener.local_addr()?;
-    let quiet = ServerSettings {
-        path: String::new(),
+    let quiet = Limits {
         read_timeout: Duration::from_secs(10),
         max_connections: 64,
         max_connections_per_ip: 0,
         drain_timeout: Duration::from_secs(2),
-        rate_limit_per_ip: 0,
     };
     let merchant_task = tokio::spawn({
         let (m, s, stop) = (merchant.clone(), quiet.clone(), shutdown.clone());
-        async move { crate::http::serve_with(merchant_listener, &s, m, stop).await }
+        async move { serve_with(merchant_listener, &s, m, stop).await }
     });
 
     let spool = dir.path().join("mail");

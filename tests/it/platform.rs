@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pointhook::clock::SystemClock;
-use pointhook::sandbox::AccountSpec;
-use pointhook::sandbox::faults::Fault;
+use pointhook_sandbox::AccountSpec;
+use pointhook_sandbox::faults::Fault;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};

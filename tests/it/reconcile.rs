@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pointhook::clock::SystemClock;
-use pointhook::sandbox::faults::Fault;
+use pointhook_sandbox::faults::Fault;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, TestConfig, cli, cli_async, client, spawn_app_with};

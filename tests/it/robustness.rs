@@ -290,7 +290,7 @@ async fn a_rerun_asked_for_during_a_dead_run_is_kept() {
     api.fail_next(
         "/merchant_orders/1",
         1,
-        pointhook::sandbox::faults::Fault {
+        pointhook_sandbox::faults::Fault {
             delay_ms: 800,
             ..status(403)
         },

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pointhook::clock::{Clock, ManualClock, SystemClock};
-use pointhook::sandbox::mail::MailSettings;
-use pointhook::sandbox::{AccountSpec, Sandbox, SandboxSettings};
+use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wiremock::matchers::method;

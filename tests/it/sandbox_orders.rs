@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use pointhook::clock::{Clock, ManualClock};
 use pointhook::http::verify::{self, IdForm, SignedParts};
 use pointhook::money::Money;
-use pointhook::sandbox::AccountSpec;
+use pointhook_sandbox::AccountSpec;
 use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -196,7 +196,7 @@ impl Orders {
 }
 
 fn key() -> String {
-    pointhook::sandbox::random_token()
+    pointhook_sandbox::random_token()
 }
 
 fn id_of(order: &Value) -> String {
@@ -1106,7 +1106,7 @@ async fn a_change_of_mode_is_mailed_as_a_device_event() {
         1.0,
         false,
         None,
-        pointhook::sandbox::mail::MailSettings::Spool(spool.path().to_path_buf()),
+        pointhook_sandbox::mail::MailSettings::Spool(spool.path().to_path_buf()),
     )
     .await;
     let (status, _) = answer(

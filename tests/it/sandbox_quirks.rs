@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pointhook::clock::{ManualClock, SystemClock};
-use pointhook::sandbox::AccountSpec;
+use pointhook_sandbox::AccountSpec;
 use serde_json::{Value, json};
 
 use crate::helpers::*;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use pointhook::clock::ManualClock;
-use pointhook::sandbox::AccountSpec;
+use pointhook_sandbox::AccountSpec;
 use reqwest::Method;
 use serde_json::{Value, json};
 

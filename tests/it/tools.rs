@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use pointhook::clock::ManualClock;
-use pointhook::sandbox::AccountSpec;
-use pointhook::sandbox::mail::MailSettings;
+use pointhook_sandbox::AccountSpec;
+use pointhook_sandbox::mail::MailSettings;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

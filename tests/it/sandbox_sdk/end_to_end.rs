@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pointhook::clock::SystemClock;
-use pointhook::sandbox::AccountSpec;
+use pointhook_sandbox::AccountSpec;
 use reqwest::Method;
 use serde_json::{Value, json};
 

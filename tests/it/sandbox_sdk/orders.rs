@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use pointhook::domain::JobState;
-use pointhook::sandbox::AccountSpec;
+use pointhook_sandbox::AccountSpec;
 use serde_json::Value;
 
 use super::python::{run_script, sdk_python};

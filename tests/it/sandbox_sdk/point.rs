@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pointhook::clock::ManualClock;
-use pointhook::sandbox::AccountSpec;
-use pointhook::sandbox::mail::MailSettings;
-use pointhook::sandbox::terminals::TERMINAL_STEP;
+use pointhook_sandbox::AccountSpec;
+use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::terminals::TERMINAL_STEP;
 use reqwest::Method;
 use serde_json::{Value, json};
 
