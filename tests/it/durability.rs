@@ -160,12 +160,14 @@ async fn sigterm_drains_an_in_flight_request_and_exits() {
     let mut stream = tokio::net::TcpStream::connect(served.addr).await.unwrap();
     let body = br#"{"resource":"1","topic":"payment"}"#;
     let head = format!(
-        "POST /notifications?topic=payment&id=31337 HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+        "POST /notifications?topic=payment&id=31337 HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).await.unwrap();
+    // `100 Continue` comes back once the handler reads the body: the
+    // request is in flight when the signal arrives.
     stream.write_all(&body[..10]).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    expect_continue(&mut stream).await;
     let pid = served.child.id().to_string();
     assert!(
         Command::new("kill")
@@ -174,9 +176,19 @@ async fn sigterm_drains_an_in_flight_request_and_exits() {
             .unwrap()
             .success()
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
-
-    // New connections are refused while the old one finishes.
+    // It says it stopped accepting; from then on new connections are
+    // refused while the old one finishes.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !served
+        .logs
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.contains("no longer accepting"))
+    {
+        assert!(std::time::Instant::now() < deadline, "SIGTERM not taken");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(
         client()
             .post(format!(
@@ -218,12 +230,18 @@ async fn in_process_shutdown_waits_for_the_request_in_flight() {
     let app = spawn_app().await;
     let mut stream = tokio::net::TcpStream::connect(app.addr).await.unwrap();
     stream
-        .write_all(b"POST /notifications?topic=payment&id=9 HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{")
+        .write_all(b"POST /notifications?topic=payment&id=9 HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 2\r\n\r\n{")
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    expect_continue(&mut stream).await;
     app.shutdown.cancel();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The listener closes (a new connection is refused), and the app is
+    // still running: it waits for the request in flight.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while tokio::net::TcpStream::connect(app.addr).await.is_ok() {
+        assert!(std::time::Instant::now() < deadline, "still accepting");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(!app.task.is_finished(), "waits for the request in flight");
     stream.write_all(b"}").await.unwrap();
     let mut buf = vec![0u8; 512];
@@ -458,4 +476,25 @@ async fn a_full_disk_answers_200_and_stored_or_503_and_not() {
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert_eq!(ready().await, 200, "ready again once a commit succeeds");
     app.stop().await;
+}
+
+/// Reads the `100 Continue` the server sends when its handler starts
+/// reading the body of a request that asked for one.
+async fn expect_continue(stream: &mut tokio::net::TcpStream) {
+    use tokio::io::AsyncReadExt;
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 64];
+    while !seen.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("100 Continue in time")
+            .unwrap();
+        assert!(n > 0, "closed before 100 Continue");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        seen.starts_with(b"HTTP/1.1 100"),
+        "{}",
+        String::from_utf8_lossy(&seen)
+    );
 }

@@ -415,8 +415,32 @@ impl TestApp {
         (r[0].job_state(), r[1].int(), r[2].opt_text())
     }
 
+    /// Jobs still to run (pending or running) plus events still to post.
+    pub fn unsettled(&self) -> i64 {
+        use pointhook::domain::{EventState, JobState};
+        self.count(&format!(
+            "SELECT (SELECT count(*) FROM jobs WHERE state IN ({}, {}))
+                  + (SELECT count(*) FROM events WHERE state = {})",
+            JobState::Pending as i16,
+            JobState::Running as i16,
+            EventState::Pending as i16
+        ))
+    }
+
     pub fn count(&self, sql: &str) -> i64 {
         self.sql.value(sql, &[]).int()
+    }
+
+    /// Stops the app's own tasks (listener, worker loop, outbox, sweeper)
+    /// and waits for them to end; the database stays for the test's reads.
+    pub async fn halt(&mut self) {
+        self.shutdown.cancel();
+        let task = std::mem::replace(&mut self.task, tokio::spawn(async { Ok(()) }));
+        tokio::time::timeout(Duration::from_secs(20), task)
+            .await
+            .expect("app stops in time")
+            .expect("app task")
+            .expect("app run");
     }
 
     /// Cancels the shutdown token and waits for the app to finish; the
@@ -430,6 +454,27 @@ impl TestApp {
             .expect("app run");
         self._dir
     }
+}
+
+/// The value of the series `series` (name and labels, exactly as
+/// exposed, e.g. `pointhook_reconcile_passes_total{outcome="ok"}`) on the
+/// admin listener's `/metrics`; 0 while it is absent.
+pub async fn metric(app: &TestApp, token: &str, series: &str) -> u64 {
+    let text = client()
+        .get(format!(
+            "http://{}/metrics",
+            app.admin_addr.expect("an admin listener")
+        ))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Status and JSON body of a response.

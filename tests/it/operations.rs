@@ -178,9 +178,12 @@ async fn a_backup_taken_under_load_holds_every_acknowledged_delivery() {
             }
         }));
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while acked.lock().unwrap().len() <= 50 {
+        assert!(std::time::Instant::now() < deadline, "load is not running");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let before: Vec<i64> = acked.lock().unwrap().clone();
-    assert!(before.len() > 50, "load is running");
     let dest = app.db_path.with_file_name("backup.db");
     let (config, target) = (app.config_path.clone(), dest.clone());
     let out =
@@ -354,7 +357,20 @@ fn json_logs_carry_delivery_ids_and_never_secrets() {
             .unwrap();
         body["delivery_id"].as_i64().unwrap()
     });
-    std::thread::sleep(Duration::from_millis(200));
+    // Both answers are in; the stored one's log line follows its commit.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !logs
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.contains("delivery stored"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no log of the delivery"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     let logs = logs.lock().unwrap().clone();

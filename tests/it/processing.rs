@@ -749,10 +749,12 @@ async fn racing_notifications_release_an_order_exactly_once() {
 async fn with_the_worker_off_nothing_is_fetched() {
     let api = FakeApi::start().await;
     paid_order(&api, None);
-    let app = spawn_app_with(TestConfig::default().api(&api.uri())).await;
+    let mut app = spawn_app_with(TestConfig::default().api(&api.uri())).await;
     app.post("topic=merchant_order&id=4945357007", &[], None)
         .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Once the app has stopped, everything it ran has ended: nothing was
+    // fetched and the job waits for a worker.
+    app.halt().await;
     assert_eq!(api.calls("/merchant_orders/4945357007").await, 0);
     assert_eq!(app.job("merchant_order:4945357007").0, JobState::Pending);
     app.stop().await;

@@ -87,19 +87,34 @@ async fn connections_beyond_the_limit_wait_for_a_free_slot() {
     let n = holder.read(&mut buf).await.unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
 
-    let client = app.client.clone();
-    let url = app.url("/notifications?topic=payment&id=1");
-    let waiting =
-        tokio::spawn(async move { client.post(url).send().await.map(|r| r.status().as_u16()) });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!waiting.is_finished(), "served beyond max_connections");
+    // A second connection gets through the kernel's backlog and sends its
+    // request.
+    let mut waiting = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    waiting
+        .write_all(b"POST /notifications?topic=payment&id=1 HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
+        .await
+        .unwrap();
+    // The server answers the holder again after that request was sent...
+    holder
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let n = holder.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    // ...and still has not taken the waiting connection.
+    let mut early = [0u8; 1];
+    assert!(
+        matches!(waiting.try_read(&mut early), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "served beyond max_connections"
+    );
     drop(holder);
-    let status = tokio::time::timeout(Duration::from_secs(5), waiting)
+    let n = tokio::time::timeout(Duration::from_secs(5), waiting.read(&mut buf))
         .await
         .unwrap()
-        .unwrap()
         .unwrap();
-    assert_eq!(status, 200);
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(app.count("SELECT count(*) FROM deliveries"), 1);
     app.stop().await;
 }
 
@@ -127,8 +142,18 @@ async fn one_address_has_a_cap_on_open_connections() {
     let (_, c) = open().await;
     assert_eq!(c, "", "the third is closed unanswered");
     drop(first);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let (_, d) = open().await;
-    assert!(d.starts_with("HTTP/1.1 200"), "{d}");
+    // The place is freed once the server sees the close.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, d) = open().await;
+        if d.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place stays taken"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     app.stop().await;
 }

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pointhook::clock::SystemClock;
+use pointhook::domain::{JobKind, Kind};
 use pointhook_sandbox::faults::Fault;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, TestConfig, cli, cli_async, client, spawn_app_with};
+use crate::helpers::{TestApp, TestConfig, cli, cli_async, client, metric, spawn_app_with};
 use crate::platform::Merchant;
 use crate::sandbox::{RunningSandbox, account, start_sandbox, wired_with};
 
@@ -65,8 +66,21 @@ async fn wait_for(what: &str, mut ok: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// Sweeper passes that ended well.
+async fn passes(app: &TestApp) -> u64 {
+    metric(
+        app,
+        ADMIN,
+        "pointhook_reconcile_passes_total{outcome=\"ok\"}",
+    )
+    .await
+}
+
 fn reconcile_deliveries(app: &TestApp) -> i64 {
-    app.count("SELECT count(*) FROM deliveries WHERE kind = 4")
+    app.count(&format!(
+        "SELECT count(*) FROM deliveries WHERE kind = {}",
+        Kind::Reconcile as i16
+    ))
 }
 
 async fn drop_all(sb: &RunningSandbox) {
@@ -112,8 +126,11 @@ async fn a_dropped_payment_is_released_by_the_sweeper_once() {
     assert_eq!(
         app.sql
             .value(
-                "SELECT count(*) FROM deliveries d JOIN jobs j ON j.input_delivery_id = d.id
-                 WHERE d.kind = 4 AND d.topic = 'payment' AND d.resource_id = $1",
+                &format!(
+                    "SELECT count(*) FROM deliveries d JOIN jobs j ON j.input_delivery_id = d.id
+                     WHERE d.kind = {} AND d.topic = 'payment' AND d.resource_id = $1",
+                    Kind::Reconcile as i16
+                ),
                 &[crate::backends::SqlValue::Text(pid.clone())],
             )
             .int(),
@@ -142,12 +159,13 @@ async fn a_dropped_payment_is_released_by_the_sweeper_once() {
         .post(&format!("topic=payment&id={pid}"), &[], None)
         .await;
     assert_eq!(res.status(), 200);
-    wait_for("the late notification's job", async || {
-        app.count("SELECT count(*) FROM jobs WHERE state IN (0, 1)") == 0
+    wait_for("the late notification's job", async || app.unsettled() == 0).await;
+    // Two more passes: nothing new is found missed either.
+    let before_passes = passes(&app).await;
+    wait_for("two more passes", async || {
+        passes(&app).await >= before_passes + 2
     })
     .await;
-    // Two more passes: nothing new is found missed either.
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
     assert_eq!(app.event_bodies(), before);
     assert_eq!(reconcile_deliveries(&app), passes_before);
     assert_eq!(missed(&app, "payment").await, 1);
@@ -188,8 +206,13 @@ async fn a_pass_with_nothing_missing_enqueues_nothing() {
             .any(|(t, d)| t == "order.released" && d["merchant_order_id"] == order_id.as_str())
     })
     .await;
-    // Past the grace and a few passes more: everything was notified.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Passes that began past the grace (2 s, a pass a second): everything
+    // was notified, so none finds news.
+    let before = passes(&app).await;
+    wait_for("four more passes", async || {
+        passes(&app).await >= before + 4
+    })
+    .await;
     let searched = sb
         .sandbox
         .faults()
@@ -267,7 +290,13 @@ async fn reconcile_since_recovers_a_day_over_several_pages_and_dry_run_writes_no
         "{out}"
     );
     assert_eq!(reconcile_deliveries(&app), 120);
-    assert_eq!(app.count("SELECT count(*) FROM jobs WHERE kind = 1"), 120);
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM jobs WHERE kind = {}",
+            JobKind::Payment as i16
+        )),
+        120
+    );
     // Worked, they are known: a second run finds nothing to enqueue.
     app.run_jobs().await;
     let (ok, out, err) = cli_async(&app, &["reconcile", "--since", &since]).await;

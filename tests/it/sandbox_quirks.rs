@@ -61,8 +61,7 @@ async fn settle(sb: &RunningSandbox, app: &TestApp) {
             .iter()
             .filter(|d| d["state"] == "pending" || d["state"] == "sending")
             .count();
-        let busy = app.count("SELECT count(*) FROM jobs WHERE state IN (0, 1)")
-            + app.count("SELECT count(*) FROM events WHERE state = 0");
+        let busy = app.unsettled();
         quiet = if sending == 0 && busy == 0 {
             quiet + 1
         } else {

@@ -61,6 +61,7 @@ pub struct Metrics {
     outbox_oldest_seconds: Gauge,
     missed: Family<MissedLabels, Counter>,
     job_runs: Family<OutcomeLabel, Counter>,
+    reconcile_passes: Family<OutcomeLabel, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -149,6 +150,12 @@ impl Metrics {
             "Job runs that ended, by how: done, retry, dead, lease_lost",
             job_runs.clone(),
         );
+        let reconcile_passes = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "reconcile_passes",
+            "Sweeper passes over every account that ended, by how: ok, failed",
+            reconcile_passes.clone(),
+        );
         Metrics {
             registry,
             deliveries,
@@ -163,7 +170,14 @@ impl Metrics {
             outbox_oldest_seconds,
             missed,
             job_runs,
+            reconcile_passes,
         }
+    }
+
+    pub fn reconcile_pass(&self, outcome: &'static str) {
+        self.reconcile_passes
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc();
     }
 
     pub fn job_run(&self, outcome: &'static str) {

@@ -7,16 +7,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use pointhook::domain::JobState;
+use pointhook::domain::{JobState, Kind};
 use pointhook_sandbox::AccountSpec;
 use serde_json::Value;
 
 use super::python::{run_script, sdk_python};
 use super::*;
 use crate::backends::SqlValue;
+use crate::helpers::metric;
 use crate::platform::Merchant;
 
 /// One terminal per flow of the script, so that their presets never meet.
+const ADMIN: &str = "admin-token-for-tests";
 const TERMINALS: [&str; 8] = [
     "PAX_A910__SDKORDERS0001",
     "PAX_A910__SDKORDERS0002",
@@ -44,6 +46,7 @@ async fn wired() -> (RunningSandbox, TestApp, Merchant) {
             ),
             reconcile: "enabled = true\ninterval_secs = 1\nlookback_secs = 3600\ngrace_secs = 3"
                 .into(),
+            admin_token: Some(ADMIN.into()),
             ..tc
         },
     )
@@ -153,10 +156,23 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // Long enough for a second sweep and any late job: nothing more comes.
-    // The outbox promises no order between events, so they are compared
-    // as sets here and in order below, as decided.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Two more sweeps, and every job and event settled: then nothing more
+    // can come. The outbox promises no order between events, so they are
+    // compared as sets here and in order below, as decided.
+    let passes = async || {
+        metric(
+            &app,
+            ADMIN,
+            "pointhook_reconcile_passes_total{outcome=\"ok\"}",
+        )
+        .await
+    };
+    let before = passes().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while passes().await < before + 2 || app.unsettled() > 0 {
+        assert!(std::time::Instant::now() < deadline, "never settled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let got = told(&merchant).await;
     let sorted = |mut v: Vec<&'static str>| {
         v.sort_unstable();
@@ -302,7 +318,7 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
     // pointhook's side: each of those webhooks stored with a valid
     // signature over the id as issued, upper case.
     let rows = app.sql.rows(
-        "SELECT resource_id, query, signature FROM deliveries WHERE kind = 2 AND topic = 'order' ORDER BY id",
+        &format!("SELECT resource_id, query, signature FROM deliveries WHERE kind = {} AND topic = 'order' ORDER BY id", Kind::Webhook as i16),
         &[],
     );
     assert_eq!(rows.len(), sent.len(), "every order webhook stored once");
@@ -340,7 +356,10 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
     // The sweeper found the dropped order, and only it: the others'
     // webhooks had told pointhook already.
     let found = app.sql.rows(
-        "SELECT resource_id FROM deliveries WHERE kind = 4 AND topic = 'platform_order'",
+        &format!(
+            "SELECT resource_id FROM deliveries WHERE kind = {} AND topic = 'platform_order'",
+            Kind::Reconcile as i16
+        ),
         &[],
     );
     let found: Vec<String> = found.iter().map(|r| r[0].text()).collect();
@@ -348,7 +367,10 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
     assert_eq!(
         app.sql
             .value(
-                "SELECT count(*) FROM deliveries WHERE kind = 2 AND resource_id = $1",
+                &format!(
+                    "SELECT count(*) FROM deliveries WHERE kind = {} AND resource_id = $1",
+                    Kind::Webhook as i16
+                ),
                 &[SqlValue::Text(dropped.clone())],
             )
             .int(),

@@ -142,6 +142,8 @@ impl Sweeper {
             }
         }
         leadership.release().await;
+        self.metrics
+            .reconcile_pass(if error.is_some() { "failed" } else { "ok" });
         let ended = crate::clock::unix_ms_now();
         self.set(|s| {
             *s = SweepStatus {
