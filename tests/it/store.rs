@@ -11,7 +11,8 @@ use pointhook::domain::{
     Slot, Work,
 };
 use pointhook::store::{
-    Finish, JobOutcome, Location, NewDelivery, NewJob, Store, fingerprint, unix_ms_now,
+    Attempted, EventOutcome, Finish, JobOutcome, Location, NewDelivery, NewJob, Store, fingerprint,
+    unix_ms_now,
 };
 use serde_json::json;
 
@@ -24,6 +25,7 @@ on_both_backends!(
     one_decision_per_key_however_many_runs_race,
     an_order_is_released_once_by_racing_decisions,
     two_stores_never_lease_one_event,
+    a_job_sees_its_own_marks_and_keeps_amounts_it_did_not_see,
 );
 
 struct Opened {
@@ -348,6 +350,76 @@ async fn an_order_is_released_once_by_racing_decisions() {
     assert!(released && !blocked);
 }
 
+/// Within one job, a decision's mark holds for the guards of the next
+/// (released once, not twice), and an order a job names only in a guard
+/// keeps the amounts an earlier job saw.
+async fn a_job_sees_its_own_marks_and_keeps_amounts_it_did_not_see() {
+    let s = open().await;
+    s.store
+        .ingest(delivery(&order_work("55"), "x"))
+        .await
+        .unwrap();
+    let job = s.store.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap();
+    let mut twice = release("55", "first");
+    twice.decisions.extend(release("55", "second").decisions);
+    let finish = s
+        .store
+        .finish_job(
+            job[0].clone(),
+            JobOutcome::Done(twice),
+            Vec::new(),
+            unix_ms_now(),
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(finish, Finish::Recorded(finish_ids(&finish, 1)));
+
+    s.store
+        .ingest(delivery(&order_work("55"), "y"))
+        .await
+        .unwrap();
+    let job = s.store.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap();
+    let guard_only = Effects {
+        orders: Vec::new(),
+        ..release("55", "third")
+    };
+    let finish = s
+        .store
+        .finish_job(
+            job[0].clone(),
+            JobOutcome::Done(guard_only),
+            Vec::new(),
+            unix_ms_now(),
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(finish, Finish::Recorded(Vec::new()), "released already");
+    let order = s
+        .store
+        .get_order("default".into(), "55".into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (order.total_amount.as_deref(), order.paid_amount.as_deref()),
+        (Some("10.00"), Some("10.00"))
+    );
+    assert!(order.released_at.is_some());
+}
+
+/// The ids a `Recorded` finish carries, checked to be `n`.
+fn finish_ids(finish: &Finish, n: usize) -> Vec<String> {
+    match finish {
+        Finish::Recorded(ids) => {
+            assert_eq!(ids.len(), n, "{ids:?}");
+            ids.clone()
+        }
+        Finish::LeaseLost => panic!("the run held its lease"),
+    }
+}
+
 async fn two_stores_never_lease_one_event() {
     let s = open().await;
     const EVENTS: usize = 60;
@@ -386,10 +458,21 @@ async fn two_stores_never_lease_one_event() {
                 if leased.is_empty() {
                     return mine;
                 }
-                for e in leased {
-                    mine.push(e.id.clone());
-                    assert!(store.event_delivered(e, unix_ms_now()).await.unwrap());
-                }
+                let outcomes: Vec<EventOutcome> = leased
+                    .into_iter()
+                    .map(|event| {
+                        mine.push(event.id.clone());
+                        EventOutcome {
+                            event,
+                            attempted: Attempted::Delivered { at: unix_ms_now() },
+                        }
+                    })
+                    .collect();
+                let n = outcomes.len();
+                assert_eq!(
+                    store.record_event_outcomes(outcomes).await.unwrap(),
+                    vec![true; n]
+                );
             }
         }));
     }

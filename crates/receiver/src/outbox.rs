@@ -17,7 +17,7 @@ use url::Url;
 use crate::clock::Clock;
 use crate::config::Secret;
 use crate::retry::backoff;
-use crate::store::{self, LeasedEvent, Store, StoreError};
+use crate::store::{self, Attempted, EventOutcome, LeasedEvent, Store, StoreError};
 
 const BATCH: usize = 32;
 const IDLE_MAX: Duration = Duration::from_secs(1);
@@ -76,7 +76,8 @@ impl Outbox {
         store::unix_ms(self.clock.now())
     }
 
-    /// Attempts every event due now; returns how many were attempted.
+    /// Attempts every event due now, side by side, and records how each
+    /// ended in one store call; returns how many were attempted.
     pub async fn deliver_due(self: &Arc<Self>) -> Result<usize, StoreError> {
         let due = self
             .store
@@ -88,11 +89,19 @@ impl Outbox {
             let me = self.clone();
             attempts.spawn(async move { me.attempt(event).await });
         }
+        let mut outcomes = Vec::with_capacity(n);
         while let Some(done) = attempts.join_next().await {
             match done {
-                Ok(Err(e)) => tracing::error!(error = %e, "cannot record a delivery attempt"),
+                Ok(outcome) => outcomes.push(outcome),
+                // Its lease runs out and the event is attempted again.
                 Err(e) => tracing::error!(error = %e, "delivery attempt failed to run"),
-                Ok(Ok(())) => {}
+            }
+        }
+        let ids: Vec<String> = outcomes.iter().map(|o| o.event.id.clone()).collect();
+        let recorded = self.store.record_event_outcomes(outcomes).await?;
+        for (id, held) in ids.iter().zip(recorded) {
+            if !held {
+                tracing::warn!(event_id = %id, "another attempt recorded this event first");
             }
         }
         Ok(n)
@@ -126,7 +135,8 @@ impl Outbox {
         tracing::info!("outbox stopped");
     }
 
-    async fn attempt(&self, event: LeasedEvent) -> Result<(), StoreError> {
+    /// Posts one event; the outcome is recorded with its batch's.
+    async fn attempt(&self, event: LeasedEvent) -> EventOutcome {
         let timestamp = self.now() / 1000;
         let mut request = self
             .http
@@ -144,11 +154,11 @@ impl Outbox {
         let error = match result {
             Ok(r) if r.status().is_success() => {
                 tracing::info!(event_id = %event.id, status = r.status().as_u16(), "event delivered");
-                let id = event.id.clone();
-                if !self.store.event_delivered(event, self.now()).await? {
-                    tracing::warn!(event_id = %id, "another attempt recorded this event first");
-                }
-                return Ok(());
+                let at = self.now();
+                return EventOutcome {
+                    event,
+                    attempted: Attempted::Delivered { at },
+                };
             }
             Ok(r) => format!("the endpoint answered {}", r.status()),
             Err(e) if e.is_timeout() => "the endpoint did not answer in time".to_string(),
@@ -167,11 +177,10 @@ impl Outbox {
                 tracing::error!(event_id = %event.id, attempt, error = %error, "event given up")
             }
         }
-        let id = event.id.clone();
-        if !self.store.event_failed(event, error, next).await? {
-            tracing::warn!(event_id = %id, "another attempt recorded this event first");
+        EventOutcome {
+            event,
+            attempted: Attempted::Failed { error, next },
         }
-        Ok(())
     }
 }
 

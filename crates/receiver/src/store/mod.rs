@@ -20,8 +20,8 @@ use tokio::sync::Notify;
 
 pub use crate::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use model::{
-    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob, Sighting,
-    event_id, fingerprint,
+    Attempted, EventOutcome, FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob,
+    NewDelivery, NewJob, Sighting, event_id, fingerprint,
 };
 pub use views::{
     Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail,
@@ -466,19 +466,17 @@ impl Store {
         on!(self, b => b.next_event_due().await)
     }
 
-    /// `false`: the event's lease was lost (another attempt recorded first).
-    pub async fn event_delivered(&self, event: LeasedEvent, now: i64) -> Result<bool, StoreError> {
-        on!(self, b => b.event_delivered(event, now).await)
-    }
-
-    /// A failed attempt: try again at `next`, or give up (`next` is `None`).
-    pub async fn event_failed(
+    /// Records the attempts of one lease batch together (one statement on
+    /// PostgreSQL, one commit on SQLite); per outcome, `false` when the
+    /// event's lease was lost (another attempt recorded first).
+    pub async fn record_event_outcomes(
         &self,
-        event: LeasedEvent,
-        error: String,
-        next: Option<i64>,
-    ) -> Result<bool, StoreError> {
-        on!(self, b => b.event_failed(event, error, next).await)
+        outcomes: Vec<EventOutcome>,
+    ) -> Result<Vec<bool>, StoreError> {
+        if outcomes.is_empty() {
+            return Ok(Vec::new());
+        }
+        on!(self, b => b.record_event_outcomes(outcomes).await)
     }
 
     /// Newest first. An unknown `kind` matches nothing.

@@ -165,6 +165,22 @@ pub struct LeasedEvent {
     pub attempts: u32,
 }
 
+/// How one delivery attempt of a leased event ended.
+#[derive(Debug, Clone)]
+pub enum Attempted {
+    /// The endpoint answered 2xx at `at`.
+    Delivered { at: i64 },
+    /// Try again at `next`, or give up (`next` is `None`).
+    Failed { error: String, next: Option<i64> },
+}
+
+/// An attempt to record: the event as leased (its fence) and how it ended.
+#[derive(Debug, Clone)]
+pub struct EventOutcome {
+    pub event: LeasedEvent,
+    pub attempted: Attempted,
+}
+
 /// The stable id of the event for a decision.
 pub fn event_id(account: &str, subject: &str, key: &str) -> String {
     let mut h = Sha256::new();

@@ -32,7 +32,8 @@ use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
 use super::model::{
-    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob, Sighting,
+    EventOutcome, FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery,
+    NewJob, Sighting,
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
@@ -441,17 +442,11 @@ impl PgStore {
             .try_get(0)?)
     }
 
-    pub async fn event_delivered(&self, event: LeasedEvent, now: i64) -> Result<bool, StoreError> {
-        work::event_delivered(&self.client().await?, &event, now).await
-    }
-
-    pub async fn event_failed(
+    pub async fn record_event_outcomes(
         &self,
-        event: LeasedEvent,
-        error: String,
-        next: Option<i64>,
-    ) -> Result<bool, StoreError> {
-        work::event_failed(&self.client().await?, &event, &error, next).await
+        outcomes: Vec<EventOutcome>,
+    ) -> Result<Vec<bool>, StoreError> {
+        work::record_event_outcomes(&self.client().await?, &outcomes).await
     }
 
     pub async fn list_deliveries(

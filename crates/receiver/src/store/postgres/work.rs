@@ -6,7 +6,7 @@
 //! serialised and cannot both pass a guard; decisions stay unique by their
 //! key.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use deadpool_postgres::{GenericClient, Transaction};
@@ -22,7 +22,8 @@ use crate::domain::{
 use crate::rules::{self, Finality};
 use crate::store::StoreError;
 use crate::store::model::{
-    FetchRow, Finish, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob, event_id,
+    Attempted, EventOutcome, FetchRow, Finish, JobOutcome, LeasedEvent, LeasedJob, NewDelivery,
+    NewJob, event_id,
 };
 use crate::store::views::{Answer, ReviewView};
 
@@ -353,30 +354,67 @@ pub async fn apply(
     now: i64,
     deliver: bool,
 ) -> Result<Vec<String>, StoreError> {
-    for o in &effects.orders {
-        tx.execute(
-            "INSERT INTO orders (account, order_id, total_amount, paid_amount, updated_at)
-             VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (account, order_id) DO UPDATE SET
-                 total_amount = excluded.total_amount, paid_amount = excluded.paid_amount,
-                 updated_at = excluded.updated_at",
-            &[
-                &account,
-                &o.order_id.as_str(),
-                &o.total_amount,
-                &o.paid_amount,
-                &now,
-            ],
-        )
-        .await?;
-    }
+    let mut orders = lock_orders(tx, account, effects, now).await?;
     let mut emitted = Vec::new();
     for d in &effects.decisions {
-        if let Some(id) = decide(tx, account, job_id, d, now, deliver).await? {
+        if let Some(id) = decide(tx, account, job_id, d, now, deliver, &mut orders).await? {
             emitted.push(id);
         }
     }
     Ok(emitted)
+}
+
+/// Whether an order is released and whether it is blocked, as locked.
+type OrderFlags = HashMap<String, (bool, bool)>;
+
+/// Records the amounts seen and locks every order the effects name, in
+/// one statement: rows are created when missing and locked in a fixed
+/// order (so two instances never wait on each other in a circle); an
+/// order named only by a guard or mark keeps its amounts. Returns each
+/// order's flags as locked, for the guards.
+async fn lock_orders(
+    tx: &Transaction<'_>,
+    account: &str,
+    effects: &Effects,
+    now: i64,
+) -> Result<OrderFlags, StoreError> {
+    let mut amounts: std::collections::BTreeMap<&str, (Option<&str>, Option<&str>)> = effects
+        .decisions
+        .iter()
+        .flat_map(orders_of)
+        .map(|o| (o, (None, None)))
+        .collect();
+    for o in &effects.orders {
+        amounts.insert(
+            o.order_id.as_str(),
+            (Some(o.total_amount.as_str()), Some(o.paid_amount.as_str())),
+        );
+    }
+    if amounts.is_empty() {
+        return Ok(OrderFlags::new());
+    }
+    let ids: Vec<&str> = amounts.keys().copied().collect();
+    let totals: Vec<Option<&str>> = amounts.values().map(|a| a.0).collect();
+    let paid: Vec<Option<&str>> = amounts.values().map(|a| a.1).collect();
+    let rows = tx
+        .query(
+            "INSERT INTO orders AS o (account, order_id, total_amount, paid_amount, updated_at)
+             SELECT $1, t.order_id, t.total, t.paid, $5
+             FROM unnest($2::text[], $3::text[], $4::text[]) AS t (order_id, total, paid)
+             ORDER BY t.order_id
+             ON CONFLICT (account, order_id) DO UPDATE SET
+                 total_amount = coalesce(excluded.total_amount, o.total_amount),
+                 paid_amount = coalesce(excluded.paid_amount, o.paid_amount),
+                 updated_at = CASE WHEN excluded.total_amount IS NULL
+                                   THEN o.updated_at ELSE excluded.updated_at END
+             RETURNING order_id, released_at IS NOT NULL, blocked_at IS NOT NULL",
+            &[&account, &ids, &totals, &paid, &now],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?))))
+        .collect::<Result<_, tokio_postgres::Error>>()?)
 }
 
 /// The merchant orders a decision's guards and marks name.
@@ -445,46 +483,26 @@ async fn decide(
     d: &Decision,
     now: i64,
     deliver: bool,
+    orders: &mut OrderFlags,
 ) -> Result<Option<String>, StoreError> {
     let event_type = d.event.as_str();
-    let orders = orders_of(d);
-    if !orders.is_empty() {
-        // Locks the orders (creating missing rows), in a fixed order so two
-        // instances never wait on each other in a circle.
-        let rows = tx
-            .query(
-                "WITH ins AS (
-                     INSERT INTO orders (account, order_id, updated_at)
-                     SELECT $1, unnest($2::text[]), $3
-                     ON CONFLICT (account, order_id) DO NOTHING
-                 )
-                 SELECT order_id, released_at IS NOT NULL, blocked_at IS NOT NULL FROM orders
-                 WHERE account = $1 AND order_id = ANY($2) ORDER BY order_id FOR UPDATE",
-                &[&account, &orders, &now],
-            )
-            .await?;
-        let flags: HashMap<String, (bool, bool)> = rows
-            .iter()
-            .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?))))
-            .collect::<Result<_, tokio_postgres::Error>>()?;
-        let holds = d.guards.iter().all(|g| {
-            let (released, blocked) = match g {
-                Guard::OrderReleased(o)
-                | Guard::OrderNotReleased(o)
-                | Guard::OrderNotBlocked(o) => {
-                    flags.get(o.as_str()).copied().unwrap_or((false, false))
-                }
-            };
-            match g {
-                Guard::OrderReleased(_) => released,
-                Guard::OrderNotReleased(_) => !released,
-                Guard::OrderNotBlocked(_) => !blocked,
+    // The orders were locked by `lock_orders`; their flags follow this
+    // job's own marks.
+    let holds = d.guards.iter().all(|g| {
+        let (released, blocked) = match g {
+            Guard::OrderReleased(o) | Guard::OrderNotReleased(o) | Guard::OrderNotBlocked(o) => {
+                orders.get(o.as_str()).copied().unwrap_or((false, false))
             }
-        });
-        if !holds {
-            tracing::debug!(job_id, subject = %d.subject, key = %d.key, "decision skipped: a guard does not hold");
-            return Ok(None);
+        };
+        match g {
+            Guard::OrderReleased(_) => released,
+            Guard::OrderNotReleased(_) => !released,
+            Guard::OrderNotBlocked(_) => !blocked,
         }
+    });
+    if !holds {
+        tracing::debug!(job_id, subject = %d.subject, key = %d.key, "decision skipped: a guard does not hold");
+        return Ok(None);
     }
     if d.slot == Slot::Final {
         let recorded = recorded_final(tx, account, &d.subject).await?;
@@ -553,6 +571,13 @@ async fn decide(
     }
     for m in &d.marks {
         mark(tx, account, m, now).await?;
+        match m {
+            Mark::OrderReleased(o) => orders.entry(o.as_str().to_string()).or_default().0 = true,
+            Mark::OrderBlocked { order, .. } => {
+                orders.entry(order.as_str().to_string()).or_default().1 = true;
+            }
+            Mark::OrderAtRisk(_) | Mark::HoldForReview(_) => {}
+        }
     }
     tracing::info!(job_id, event_id = %id, event_type, subject = %d.subject, "decided");
     Ok(Some(id))
@@ -861,53 +886,61 @@ pub async fn lease_events(
     .collect()
 }
 
-pub async fn event_delivered(
+/// Records the attempts of one lease batch in one statement, each fenced
+/// by its attempts; per outcome, whether the fence held.
+pub async fn record_event_outcomes(
     tx: &impl GenericClient,
-    e: &LeasedEvent,
-    now: i64,
-) -> Result<bool, StoreError> {
-    Ok(tx
-        .execute(
-            "UPDATE events SET state = $3, attempts = attempts + 1, delivered_at = $4,
-                 last_error = NULL, lease_until = NULL
-             WHERE id = $1 AND attempts = $2 AND state = $5",
+    outcomes: &[EventOutcome],
+) -> Result<Vec<bool>, StoreError> {
+    let mut ids = Vec::with_capacity(outcomes.len());
+    let mut attempts = Vec::with_capacity(outcomes.len());
+    let mut states = Vec::with_capacity(outcomes.len());
+    let mut delivered_at = Vec::with_capacity(outcomes.len());
+    let mut errors = Vec::with_capacity(outcomes.len());
+    let mut next = Vec::with_capacity(outcomes.len());
+    for o in outcomes {
+        ids.push(o.event.id.as_str());
+        attempts.push(o.event.attempts as i32);
+        let (state, at, error, again) = match &o.attempted {
+            Attempted::Delivered { at } => (EventState::Delivered, Some(*at), None, None),
+            Attempted::Failed { error, next } => (
+                if next.is_some() {
+                    EventState::Pending
+                } else {
+                    EventState::Dead
+                },
+                None,
+                Some(error.as_str()),
+                *next,
+            ),
+        };
+        states.push(state);
+        delivered_at.push(at);
+        errors.push(error);
+        next.push(again);
+    }
+    let recorded: HashSet<String> = tx
+        .query(
+            "UPDATE events e SET state = u.state, attempts = e.attempts + 1,
+                 delivered_at = coalesce(u.delivered_at, e.delivered_at), last_error = u.error,
+                 next_attempt_at = coalesce(u.next, e.next_attempt_at), lease_until = NULL
+             FROM unnest($1::text[], $2::int[], $3::int2[], $4::bigint[], $5::text[], $6::bigint[])
+                 AS u (id, attempts, state, delivered_at, error, next)
+             WHERE e.id = u.id AND e.attempts = u.attempts AND e.state = $7
+             RETURNING e.id",
             &[
-                &e.id,
-                &(e.attempts as i32),
-                &EventState::Delivered,
-                &now,
-                &EventState::Pending,
-            ],
-        )
-        .await?
-        == 1)
-}
-
-pub async fn event_failed(
-    tx: &impl GenericClient,
-    e: &LeasedEvent,
-    error: &str,
-    next: Option<i64>,
-) -> Result<bool, StoreError> {
-    let state = if next.is_some() {
-        EventState::Pending
-    } else {
-        EventState::Dead
-    };
-    Ok(tx
-        .execute(
-            "UPDATE events SET state = $3, attempts = attempts + 1, last_error = $4,
-                 next_attempt_at = coalesce($5, next_attempt_at), lease_until = NULL
-             WHERE id = $1 AND attempts = $2 AND state = $6",
-            &[
-                &e.id,
-                &(e.attempts as i32),
-                &state,
-                &error,
+                &ids,
+                &attempts,
+                &states,
+                &delivered_at,
+                &errors,
                 &next,
                 &EventState::Pending,
             ],
         )
         .await?
-        == 1)
+        .iter()
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()?;
+    Ok(ids.iter().map(|id| recorded.contains(*id)).collect())
 }

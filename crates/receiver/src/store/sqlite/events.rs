@@ -5,7 +5,7 @@
 use rusqlite::{Connection, params};
 
 use crate::domain::EventState;
-use crate::store::model::LeasedEvent;
+use crate::store::model::{Attempted, EventOutcome, LeasedEvent};
 
 /// Takes up to `limit` due events for `lease_ms`: pending, due, and not
 /// leased (or the lease ran out).
@@ -47,7 +47,18 @@ pub(super) fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
 }
 
 /// `false`: another attempt recorded its outcome first.
-pub(super) fn delivered(conn: &Connection, e: &LeasedEvent, now: i64) -> rusqlite::Result<bool> {
+/// Records each attempt; per outcome, whether its fence still held.
+pub(super) fn record(conn: &Connection, outcomes: &[EventOutcome]) -> rusqlite::Result<Vec<bool>> {
+    outcomes
+        .iter()
+        .map(|o| match &o.attempted {
+            Attempted::Delivered { at } => delivered(conn, &o.event, *at),
+            Attempted::Failed { error, next } => failed(conn, &o.event, error, *next),
+        })
+        .collect()
+}
+
+fn delivered(conn: &Connection, e: &LeasedEvent, now: i64) -> rusqlite::Result<bool> {
     Ok(conn.execute(
         "UPDATE events SET state = ?3, attempts = attempts + 1, delivered_at = ?4,
              last_error = NULL, lease_until = NULL
@@ -63,7 +74,7 @@ pub(super) fn delivered(conn: &Connection, e: &LeasedEvent, now: i64) -> rusqlit
 }
 
 /// A failed attempt: try again at `next`, or give up (`next` is `None`).
-pub(super) fn failed(
+fn failed(
     conn: &Connection,
     e: &LeasedEvent,
     error: &str,

@@ -34,7 +34,8 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::StoreError;
 use super::model::{
-    FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery, NewJob, Sighting,
+    EventOutcome, FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery,
+    NewJob, Sighting,
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
@@ -298,18 +299,11 @@ impl SqliteStore {
         self.read(events::next_due).await
     }
 
-    pub async fn event_delivered(&self, event: LeasedEvent, now: i64) -> Result<bool, StoreError> {
-        self.write(move |c| events::delivered(c, &event, now)).await
-    }
-
-    pub async fn event_failed(
+    pub async fn record_event_outcomes(
         &self,
-        event: LeasedEvent,
-        error: String,
-        next: Option<i64>,
-    ) -> Result<bool, StoreError> {
-        self.write(move |c| events::failed(c, &event, &error, next))
-            .await
+        outcomes: Vec<EventOutcome>,
+    ) -> Result<Vec<bool>, StoreError> {
+        self.write(move |c| events::record(c, &outcomes)).await
     }
 
     pub async fn list_deliveries(
