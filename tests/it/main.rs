@@ -28,3 +28,4 @@ mod sandbox_sdk;
 mod signatures;
 mod store;
 mod tools;
+mod workspace;
