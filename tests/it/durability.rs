@@ -178,17 +178,10 @@ async fn sigterm_drains_an_in_flight_request_and_exits() {
     );
     // It says it stopped accepting; from then on new connections are
     // refused while the old one finishes.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !served
-        .logs
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|l| l.contains("no longer accepting"))
-    {
-        assert!(std::time::Instant::now() < deadline, "SIGTERM not taken");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for("SIGTERM to be taken", async || {
+        served.logged("no longer accepting")
+    })
+    .await;
     assert!(
         client()
             .post(format!(
@@ -237,11 +230,10 @@ async fn in_process_shutdown_waits_for_the_request_in_flight() {
     app.shutdown.cancel();
     // The listener closes (a new connection is refused), and the app is
     // still running: it waits for the request in flight.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while tokio::net::TcpStream::connect(app.addr).await.is_ok() {
-        assert!(std::time::Instant::now() < deadline, "still accepting");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for("the listener to close", async || {
+        tokio::net::TcpStream::connect(app.addr).await.is_err()
+    })
+    .await;
     assert!(!app.task.is_finished(), "waits for the request in flight");
     stream.write_all(b"}").await.unwrap();
     let mut buf = vec![0u8; 512];

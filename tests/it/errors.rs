@@ -281,9 +281,9 @@ async fn a_database_outage_is_503_then_recovery_losing_nothing() {
             .status()
     };
 
-    wait_for("100 acknowledged", || count(200) >= 100).await;
+    wait_for("100 acknowledged", async || count(200) >= 100).await;
     pg.allow_connections(false);
-    wait_for("refusals during the outage", || count(503) >= 20).await;
+    wait_for("refusals during the outage", async || count(503) >= 20).await;
     // Once its cached answer (a second) is stale.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while ready().await != 503 {
@@ -295,7 +295,7 @@ async fn a_database_outage_is_503_then_recovery_losing_nothing() {
     }
     let acked_before = count(200);
     pg.allow_connections(true);
-    wait_for("acknowledgements after the outage", || {
+    wait_for("acknowledgements after the outage", async || {
         count(200) >= acked_before + 100
     })
     .await;
@@ -336,12 +336,4 @@ async fn a_database_outage_is_503_then_recovery_losing_nothing() {
     assert!(app.run_jobs().await >= stored.len());
     assert_eq!(app.count("SELECT count(*) FROM jobs WHERE attempts = 0"), 0);
     std::sync::Arc::into_inner(app).unwrap().stop().await;
-}
-
-async fn wait_for(what: &str, done: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(std::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }

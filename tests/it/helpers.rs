@@ -456,6 +456,18 @@ impl TestApp {
     }
 }
 
+/// Polls `ok` until it holds; fails the test, naming `what`, after 30 s.
+pub async fn wait_for(what: &str, mut ok: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !ok().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited in vain for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// The value of the series `series` (name and labels, exactly as
 /// exposed, e.g. `pointhook_reconcile_passes_total{outcome="ok"}`) on the
 /// admin listener's `/metrics`; 0 while it is absent.
@@ -561,6 +573,13 @@ pub struct Served {
     pub addr: SocketAddr,
     /// Every log line so far.
     pub logs: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Served {
+    /// Whether a log line so far contains `text`.
+    pub fn logged(&self, text: &str) -> bool {
+        self.logs.lock().unwrap().iter().any(|l| l.contains(text))
+    }
 }
 
 /// Starts `pointhook serve --config CONFIG` with `env` and waits until it

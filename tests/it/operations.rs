@@ -178,11 +178,7 @@ async fn a_backup_taken_under_load_holds_every_acknowledged_delivery() {
             }
         }));
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while acked.lock().unwrap().len() <= 50 {
-        assert!(std::time::Instant::now() < deadline, "load is not running");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for("the load to run", async || acked.lock().unwrap().len() > 50).await;
     let before: Vec<i64> = acked.lock().unwrap().clone();
     let dest = app.db_path.with_file_name("backup.db");
     let (config, target) = (app.config_path.clone(), dest.clone());
@@ -358,19 +354,12 @@ fn json_logs_carry_delivery_ids_and_never_secrets() {
         body["delivery_id"].as_i64().unwrap()
     });
     // Both answers are in; the stored one's log line follows its commit.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !logs
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|l| l.contains("delivery stored"))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no log of the delivery"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    rt.block_on(wait_for("the delivery's log line", async || {
+        logs.lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("delivery stored"))
+    }));
     child.kill().unwrap();
     child.wait().unwrap();
     let logs = logs.lock().unwrap().clone();

@@ -143,17 +143,9 @@ async fn one_address_has_a_cap_on_open_connections() {
     assert_eq!(c, "", "the third is closed unanswered");
     drop(first);
     // The place is freed once the server sees the close.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let (_, d) = open().await;
-        if d.starts_with("HTTP/1.1 200") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the place stays taken"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for("the freed place", async || {
+        open().await.1.starts_with("HTTP/1.1 200")
+    })
+    .await;
     app.stop().await;
 }

@@ -10,7 +10,9 @@ use pointhook::domain::{JobKind, Kind};
 use pointhook_sandbox::faults::Fault;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, TestConfig, cli, cli_async, client, metric, spawn_app_with};
+use crate::helpers::{
+    TestApp, TestConfig, cli, cli_async, client, metric, spawn_app_with, wait_for,
+};
 use crate::platform::Merchant;
 use crate::sandbox::{RunningSandbox, account, start_sandbox, wired_with};
 
@@ -53,17 +55,6 @@ async fn missed(app: &TestApp, topic: &str) -> u64 {
         })
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
         .unwrap_or(0)
-}
-
-async fn wait_for(what: &str, mut ok: impl AsyncFnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !ok().await {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "waited in vain for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Sweeper passes that ended well.

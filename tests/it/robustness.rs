@@ -226,7 +226,10 @@ async fn a_run_stops_when_its_renewal_finds_the_lease_lost() {
     })
     .await;
     app.post("topic=merchant_order&id=1", &[], None).await;
-    wait_until(|| app.job("merchant_order:1").0 == JobState::Running).await;
+    wait_for("the run", async || {
+        app.job("merchant_order:1").0 == JobState::Running
+    })
+    .await;
     // Another owner takes it over (as after an expired lease elsewhere),
     // and holds it for a while.
     app.sql.execute(
@@ -265,17 +268,6 @@ async fn a_run_stops_when_its_renewal_finds_the_lease_lost() {
     app.stop().await;
 }
 
-async fn wait_until(mut ok: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !ok() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "condition not reached"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// A notification that arrives while a run ends dead is not dropped: the
 /// job starts over, and this time decides.
 async fn a_rerun_asked_for_during_a_dead_run_is_kept() {
@@ -297,9 +289,15 @@ async fn a_rerun_asked_for_during_a_dead_run_is_kept() {
     )
     .await;
     app.post("topic=merchant_order&id=1", &[], None).await;
-    wait_until(|| app.job("merchant_order:1").0 == JobState::Running).await;
+    wait_for("the run", async || {
+        app.job("merchant_order:1").0 == JobState::Running
+    })
+    .await;
     app.post("topic=merchant_order&id=1", &[], None).await;
-    wait_until(|| app.job("merchant_order:1").0 == JobState::Done).await;
+    wait_for("the re-run", async || {
+        app.job("merchant_order:1").0 == JobState::Done
+    })
+    .await;
     assert_eq!(app.event_types(), ["order.released"]);
     app.stop().await;
 }

@@ -5,6 +5,7 @@
 use axum::Router;
 use axum::extract::{Extension, Request, State};
 use axum::middleware::{self, Next};
+use axum::response::IntoResponse;
 use axum::routing::{any, delete, get, patch, post};
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
@@ -14,7 +15,7 @@ use super::Sandbox;
 use super::accounts::{self, AccountRow};
 use super::db;
 use super::faults::Call;
-use super::routes::{Answer, Raw, Sb, Seg};
+use super::routes::{Answer, Fail, Raw, Sb, Seg};
 use super::{changes, devices, intents, merchant_orders, payments, refunds, search, terminals};
 use pointhook_common::money::Money;
 use pointhook_common::response::{self, Body};
@@ -74,11 +75,14 @@ pub(crate) fn routes(sb: Sb) -> Router {
         .with_state(sb)
 }
 
+/// A layer's answer: its own refusal, or the route's answer passed on as is.
+type Passed = Result<axum::response::Response, Fail>;
+
 const POINT_DEVICES: &str = "/point/integration-api/devices";
 
 /// Records the call for `GET /sandbox/requests`, answers an injected fault
 /// instead when one matches, and delays reads as configured.
-async fn observe(State(sb): State<Sb>, req: Request, next: Next) -> Answer {
+async fn observe(State(sb): State<Sb>, req: Request, next: Next) -> Passed {
     let (parts, body) = req.into_parts();
     let body = body.collect().await?.to_bytes();
     let header = |name: &str| {
@@ -106,40 +110,31 @@ async fn observe(State(sb): State<Sb>, req: Request, next: Next) -> Answer {
                 res.headers_mut()
                     .insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
             }
-            return Ok(res);
+            return Ok(res.into_response());
         }
     }
     if parts.method == Method::GET {
         tokio::time::sleep(sb.faults.read_delay()).await;
     }
-    let res = next
+    Ok(next
         .run(Request::from_parts(parts, axum::body::Body::from(body)))
-        .await;
-    let (parts, body) = res.into_parts();
-    Ok(Response::from_parts(
-        parts,
-        Body::new(body.collect().await?.to_bytes()),
-    ))
+        .await)
 }
 
 /// The account whose Bearer token the call carries, for the route
 /// functions to extract; 401 without one.
-async fn authenticate(State(sb): State<Sb>, mut req: Request, next: Next) -> Answer {
+async fn authenticate(State(sb): State<Sb>, mut req: Request, next: Next) -> Passed {
     let Some(account) = accounts::authenticate(&sb, req.headers()).await? else {
         return Ok(platform_error(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "invalid access token",
             &[(401, "a valid Bearer access token is required")],
-        ));
+        )
+        .into_response());
     };
     req.extensions_mut().insert(account);
-    let res = next.run(req).await;
-    let (parts, body) = res.into_parts();
-    Ok(Response::from_parts(
-        parts,
-        Body::new(body.collect().await?.to_bytes()),
-    ))
+    Ok(next.run(req).await)
 }
 
 async fn no_resource(method: Method, uri: Uri) -> Response<Body> {

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::python::{run_script, sdk_python};
 use super::*;
 use crate::backends::SqlValue;
-use crate::helpers::metric;
+use crate::helpers::{metric, wait_for};
 use crate::platform::Merchant;
 
 /// One terminal per flow of the script, so that their presets never meet.
@@ -168,11 +168,10 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
         .await
     };
     let before = passes().await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while passes().await < before + 2 || app.unsettled() > 0 {
-        assert!(std::time::Instant::now() < deadline, "never settled");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for("two more sweeps, everything settled", async || {
+        passes().await >= before + 2 && app.unsettled() == 0
+    })
+    .await;
     let got = told(&merchant).await;
     let sorted = |mut v: Vec<&'static str>| {
         v.sort_unstable();

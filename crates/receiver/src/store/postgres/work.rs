@@ -6,7 +6,7 @@
 //! serialised and cannot both pass a guard; decisions stay unique by their
 //! key.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::LazyLock;
 
 use deadpool_postgres::{GenericClient, Transaction};
@@ -378,7 +378,7 @@ async fn lock_orders(
     effects: &Effects,
     now: i64,
 ) -> Result<OrderFlags, StoreError> {
-    let mut amounts: std::collections::BTreeMap<&str, (Option<&str>, Option<&str>)> = effects
+    let mut amounts: BTreeMap<&str, (Option<&str>, Option<&str>)> = effects
         .decisions
         .iter()
         .flat_map(orders_of)
