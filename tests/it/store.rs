@@ -26,6 +26,7 @@ on_both_backends!(
     an_order_is_released_once_by_racing_decisions,
     two_stores_never_lease_one_event,
     a_job_sees_its_own_marks_and_keeps_amounts_it_did_not_see,
+    the_id_given_for_a_job_is_its_own,
 );
 
 struct Opened {
@@ -135,6 +136,74 @@ async fn a_delivery_and_its_job_commit_together_and_coalesce() {
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0].work.as_ref().unwrap(), &work);
     assert_eq!(jobs[0].attempt, 1);
+}
+
+/// Whether the job is created or coalesced into, and whether the jobs'
+/// ids run in step with the deliveries' or not, ingest names the job's
+/// own id (the one a lease hands out).
+async fn the_id_given_for_a_job_is_its_own() {
+    let s = open().await;
+    let now = unix_ms_now();
+    let mut given = Vec::new();
+    // In step: delivery 1 creates job 1.
+    given.push(
+        s.store
+            .ingest(delivery(&order_work("11"), "a"))
+            .await
+            .unwrap()
+            .job_id,
+    );
+    // Out of step: a job with no delivery, then deliveries that create jobs.
+    let enqueued = s
+        .store
+        .enqueue("default".into(), NewJob::for_work(&order_work("12")), now)
+        .await
+        .unwrap();
+    given.push(Some(enqueued));
+    given.push(
+        s.store
+            .ingest(delivery(&order_work("13"), "a"))
+            .await
+            .unwrap()
+            .job_id,
+    );
+    given.push(
+        s.store
+            .ingest(delivery(&order_work("14"), "a"))
+            .await
+            .unwrap()
+            .job_id,
+    );
+    // Coalesced into jobs already there.
+    let again = s
+        .store
+        .ingest(delivery(&order_work("13"), "b"))
+        .await
+        .unwrap();
+    assert_eq!(again.job_id, given[2]);
+    let again = s
+        .store
+        .ingest(delivery(&order_work("12"), "b"))
+        .await
+        .unwrap();
+    assert_eq!(again.job_id, Some(enqueued));
+
+    let mut leased: Vec<(i64, String)> = s
+        .store
+        .lease_jobs(unix_ms_now(), 60_000, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| (j.id, j.work.unwrap().resource_id()))
+        .collect();
+    leased.sort();
+    let mut expected: Vec<(i64, String)> = given
+        .iter()
+        .zip(["11", "12", "13", "14"])
+        .map(|(id, order)| (id.expect("a job"), order.to_string()))
+        .collect();
+    expected.sort();
+    assert_eq!(leased, expected);
 }
 
 async fn two_stores_never_lease_one_job() {

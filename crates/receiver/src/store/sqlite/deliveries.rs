@@ -82,6 +82,12 @@ pub(super) fn enqueue(
     delivery_id: Option<i64>,
     now: i64,
 ) -> rusqlite::Result<i64> {
+    // Job ids start at 1, so after the upsert this still reads 0 exactly
+    // when the job was updated rather than inserted, and only then is it
+    // looked up (the delivery's id cannot tell: on a store where every
+    // delivery makes a job, both tables hand out the same numbers).
+    // SAFETY: the handle is this open connection's, used on its own thread.
+    unsafe { rusqlite::ffi::sqlite3_set_last_insert_rowid(conn.handle(), 0) };
     // In DO UPDATE every column names the row as it was before the update.
     conn.prepare_cached(
         "INSERT INTO jobs (account, job_key, kind, resource_id, input_delivery_id, work, work_rank,
@@ -115,10 +121,8 @@ pub(super) fn enqueue(
         JobState::Done,
         JobState::Dead,
     ])?;
-    // A new job moved the last inserted rowid off the delivery's; an
-    // updated one did not (and an equal number is simply looked up).
     let inserted = conn.last_insert_rowid();
-    if delivery_id.is_some_and(|d| inserted != d) {
+    if inserted != 0 {
         return Ok(inserted);
     }
     conn.prepare_cached("SELECT id FROM jobs WHERE account = ?1 AND job_key = ?2")?
