@@ -7,7 +7,10 @@
 //! Open loop (a fixed rate, latency measured from the scheduled send time,
 //! so a stall is not hidden):
 //!   cargo run --release --example loadgen -- --url … --rate 1000 --connections 16 --seconds 20
-//! `--pid PID` also reports the peak RSS of that process; `--ids random`
+//! `--pid PID` also reports the peak RSS of that process and the CPU time
+//! it spent per acknowledged request, by thread name (from
+//! `/proc/PID/task/*/schedstat`): steadier than requests/s on a shared
+//! machine, and it says which thread the time goes to; `--ids random`
 //! sends random ids instead of increasing numbers. `--url` given several
 //! times spreads the connections over the URLs (several instances).
 
@@ -72,6 +75,7 @@ async fn main() {
             .as_secs()
             % 100_000
             * 1_000_000;
+    let cpu_before = args.pid.map(cpu_by_thread);
     let start = Instant::now();
     let end = start + Duration::from_secs(args.seconds);
 
@@ -192,6 +196,23 @@ async fn main() {
         hist.value_at_quantile(0.999) as f64 / 1000.0,
         hist.max() as f64 / 1000.0
     );
+    if let (Some(pid), Some(before)) = (args.pid, cpu_before) {
+        let after = cpu_by_thread(pid);
+        let per_request = |ns: u64| ns as f64 / 1000.0 / hist.len().max(1) as f64;
+        let mut total = 0;
+        let mut line = String::new();
+        for (name, ns) in &after {
+            let spent = ns.saturating_sub(before.get(name).copied().unwrap_or(0));
+            total += spent;
+            if spent > 0 {
+                line.push_str(&format!(" {name}={:.1}", per_request(spent)));
+            }
+        }
+        println!(
+            "server_cpu_us_per_request total={:.1}{line}",
+            per_request(total)
+        );
+    }
     if let Some(pid) = args.pid {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         for line in status
@@ -201,6 +222,25 @@ async fn main() {
             println!("{line}");
         }
     }
+}
+
+/// On-CPU nanoseconds of `pid`'s threads, summed by thread name (threads
+/// that ended are not counted).
+fn cpu_by_thread(pid: u32) -> std::collections::BTreeMap<String, u64> {
+    let mut by_name = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return by_name;
+    };
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        let ns = std::fs::read_to_string(dir.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0);
+        *by_name.entry(name.trim().to_string()).or_default() += ns;
+    }
+    by_name
 }
 
 /// splitmix64: cheap, well-spread ids without a dependency.
