@@ -144,15 +144,15 @@ async fn a_delivery_and_its_job_commit_together_and_coalesce() {
 async fn the_id_given_for_a_job_is_its_own() {
     let s = open().await;
     let now = unix_ms_now();
-    let mut given = Vec::new();
+    let job_of = |order: &'static str, body: &'static str| {
+        let store = s.store.clone();
+        async move {
+            let ingested = store.ingest(delivery(&order_work(order), body)).await;
+            ingested.unwrap().job_id
+        }
+    };
     // In step: delivery 1 creates job 1.
-    given.push(
-        s.store
-            .ingest(delivery(&order_work("11"), "a"))
-            .await
-            .unwrap()
-            .job_id,
-    );
+    let mut given = vec![job_of("11", "a").await];
     // Out of step: a job with no delivery, then deliveries that create jobs.
     let enqueued = s
         .store
@@ -160,33 +160,11 @@ async fn the_id_given_for_a_job_is_its_own() {
         .await
         .unwrap();
     given.push(Some(enqueued));
-    given.push(
-        s.store
-            .ingest(delivery(&order_work("13"), "a"))
-            .await
-            .unwrap()
-            .job_id,
-    );
-    given.push(
-        s.store
-            .ingest(delivery(&order_work("14"), "a"))
-            .await
-            .unwrap()
-            .job_id,
-    );
+    given.push(job_of("13", "a").await);
+    given.push(job_of("14", "a").await);
     // Coalesced into jobs already there.
-    let again = s
-        .store
-        .ingest(delivery(&order_work("13"), "b"))
-        .await
-        .unwrap();
-    assert_eq!(again.job_id, given[2]);
-    let again = s
-        .store
-        .ingest(delivery(&order_work("12"), "b"))
-        .await
-        .unwrap();
-    assert_eq!(again.job_id, Some(enqueued));
+    assert_eq!(job_of("13", "b").await, given[2]);
+    assert_eq!(job_of("12", "b").await, Some(enqueued));
 
     let mut leased: Vec<(i64, String)> = s
         .store
