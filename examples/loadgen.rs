@@ -196,7 +196,8 @@ async fn main() {
         hist.value_at_quantile(0.999) as f64 / 1000.0,
         hist.max() as f64 / 1000.0
     );
-    if let (Some(pid), Some(before)) = (args.pid, cpu_before) {
+    if let Some(pid) = args.pid {
+        let before = cpu_before.unwrap_or_default();
         let after = cpu_by_thread(pid);
         let per_request = |ns: u64| ns as f64 / 1000.0 / hist.len().max(1) as f64;
         let mut total = 0;
@@ -212,8 +213,6 @@ async fn main() {
             "server_cpu_us_per_request total={:.1}{line}",
             per_request(total)
         );
-    }
-    if let Some(pid) = args.pid {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         for line in status
             .lines()
