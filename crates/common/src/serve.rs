@@ -90,6 +90,7 @@ pub async fn serve_with<H: Handler>(
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.read_timeout)
         .keep_alive(true);
+    tokio::spawn(keep_a_timer_ahead(limits.read_timeout, shutdown.clone()));
 
     loop {
         let slot = tokio::select! {
@@ -137,6 +138,26 @@ pub async fn serve_with<H: Handler>(
         () = graceful.shutdown() => tracing::info!("every connection drained"),
         () = tokio::time::sleep(limits.drain_timeout) => {
             tracing::warn!(timeout = ?limits.drain_timeout, "drain deadline reached; closing what is left");
+        }
+    }
+}
+
+/// Keeps one timer always due before any header deadline. Hyper sets a
+/// timer for every request's headers, and tokio wakes its I/O driver (an
+/// eventfd write, and a thread woken) whenever a timer is set earlier than
+/// the driver's next wake-up, which under load meant once every other
+/// request: the deadlines are cancelled as the headers arrive, so the
+/// driver often parked with none. With this one pending, a header deadline
+/// is never the earliest, and the driver wakes only for it, twice per
+/// timeout. Measured at 64 connections: 0.5 wake-ups per request before,
+/// 0.05 after.
+async fn keep_a_timer_ahead(header_timeout: Duration, shutdown: CancellationToken) {
+    let mut every = tokio::time::interval((header_timeout / 2).max(Duration::from_millis(1)));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            () = shutdown.cancelled() => return,
         }
     }
 }
