@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The ack-path throughput target, measured the way a noisy machine allows:
+# the no-op server, the group-commit server and pointhook (SQLite, worker
+# off, a fresh database) run side by side, and ROUNDS interleaved rounds of
+# SECONDS each at 64 connections load them in turn. Prints each round, then
+# the median of pointhook's share of each anchor. Run from the repository
+# root after `cargo build --release --bins --examples`.
+#
+#   scripts/ack-ratio.sh [ROUNDS] [SECONDS]      (default 7 rounds of 5 s)
+set -euo pipefail
+
+rounds=${1:-7}
+seconds=${2:-5}
+bin=target/release
+for b in pointhook examples/noop_server examples/group_commit_server examples/loadgen; do
+  [[ -x $bin/$b ]] || { echo "ack-ratio: $bin/$b is missing: run cargo build --release --bins --examples" >&2; exit 2; }
+done
+
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+"$bin/examples/noop_server" 127.0.0.1:8099 >"$dir/noop.log" 2>&1 &
+pids+=($!); noop=$!
+"$bin/examples/group_commit_server" 127.0.0.1:8098 "$dir/anchor.db" >"$dir/anchor.log" 2>&1 &
+pids+=($!); anchor=$!
+POINTHOOK_WORKER_ENABLED=false POINTHOOK_STORAGE_PATH="$dir/bench.db" \
+  POINTHOOK_SERVER_LISTEN=127.0.0.1:8097 RUST_LOG=warn \
+  "$bin/pointhook" serve --config sample-config.toml >"$dir/pointhook.log" 2>&1 &
+pids+=($!); pointhook=$!
+sleep 1.5
+
+# Prints "requests/s cpu-us-per-request" for one server.
+measure() {
+  local out
+  out=$("$bin/examples/loadgen" --url "http://127.0.0.1:$1/notifications" \
+    --connections 64 --seconds "$seconds" --pid "$2")
+  echo "$(grep -o 'throughput=[0-9]*' <<<"$out" | cut -d= -f2)" \
+       "$(grep -o 'total=[0-9.]*' <<<"$out" | cut -d= -f2)"
+}
+
+printf '%-6s %18s %18s %18s %9s %9s\n' round 'no-op/s (us/req)' 'anchor/s (us/req)' 'pointhook/s (us/req)' '% no-op' '% anchor'
+for r in $(seq "$rounds"); do
+  read -r n nc < <(measure 8099 "$noop")
+  read -r a ac < <(measure 8098 "$anchor")
+  read -r p pc < <(measure 8097 "$pointhook")
+  of_noop=$(( 100 * p / n )); of_anchor=$(( 100 * p / a ))
+  echo "$of_noop $of_anchor" >>"$dir/shares"
+  printf '%-6s %18s %18s %18s %9s %9s\n' "$r" "$n ($nc)" "$a ($ac)" "$p ($pc)" "$of_noop" "$of_anchor"
+done
+median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+echo "median: pointhook = $(cut -d' ' -f1 "$dir/shares" | median) % of the no-op server," \
+     "$(cut -d' ' -f2 "$dir/shares" | median) % of the group-commit server (target: >= 50 % of the no-op server)"
