@@ -38,6 +38,7 @@ on_both_backends!(
     ids_above_2_pow_53_round_trip_as_strings,
     a_fetched_resource_with_another_id_fails_the_job,
     the_outbox_follows_no_redirect,
+    an_event_decided_while_a_batch_is_out_does_not_wait_for_it,
 );
 
 const ORDER: &str = "4945357007";
@@ -882,5 +883,66 @@ async fn the_outbox_follows_no_redirect() {
         .map(|r| r.url.path().to_string())
         .collect();
     assert_eq!(posted, ["/events"]);
+    app.stop().await;
+}
+
+/// The merchant holds the answer to the first order's event for seconds;
+/// the second order, decided meanwhile, is posted and recorded before it.
+async fn an_event_decided_while_a_batch_is_out_does_not_wait_for_it() {
+    use pointhook::domain::EventState;
+    use wiremock::matchers::{body_string_contains, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    const SLOW: &str = "4945357001";
+    const FAST: &str = "4945357002";
+    let held = Duration::from_secs(4);
+    let merchant = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_string_contains(SLOW))
+        .respond_with(ResponseTemplate::new(204).set_delay(held))
+        .mount(&merchant)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(204))
+        .mount(&merchant)
+        .await;
+    let api = FakeApi::start().await;
+    api.order(SLOW, "10", &[("1001", "10", "approved")], None);
+    api.order(FAST, "10", &[("1002", "10", "approved")], None);
+    let mut config = TestConfig::default().api(&api.uri()).extra(&format!(
+        "[fulfillment]\nurl = \"{}/events\"\ntimeout_secs = 30\n",
+        merchant.uri()
+    ));
+    config.worker_loop = true;
+    let app = spawn_app_with(config).await;
+    let posted = async |order: &str| {
+        merchant
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .any(|r| String::from_utf8_lossy(&r.body).contains(order))
+    };
+    let delivered = |order: &str| {
+        app.sql
+            .rows(
+                "SELECT state FROM events WHERE subject = $1",
+                &[SqlValue::Text(format!("merchant_order:{order}"))],
+            )
+            .first()
+            .is_some_and(|r| r[0].event_state() == EventState::Delivered)
+    };
+
+    app.post(&format!("topic=merchant_order&id={SLOW}"), &[], None)
+        .await;
+    wait_for("the first event to be posted", async || posted(SLOW).await).await;
+    let first_posted = std::time::Instant::now();
+    app.post(&format!("topic=merchant_order&id={FAST}"), &[], None)
+        .await;
+    wait_for("the second event to be delivered", async || delivered(FAST)).await;
+    assert!(
+        first_posted.elapsed() < held && !delivered(SLOW),
+        "the second event waited for the first one's answer"
+    );
+    wait_for("the first event to be delivered", async || delivered(SLOW)).await;
     app.stop().await;
 }

@@ -20,6 +20,8 @@ use crate::retry::backoff;
 use crate::store::{self, Attempted, EventOutcome, LeasedEvent, Store, StoreError};
 
 const BATCH: usize = 32;
+/// Batches out at once (see `Outbox::run`).
+const ROUNDS: usize = 2;
 const IDLE_MAX: Duration = Duration::from_secs(1);
 
 pub struct OutboxSettings {
@@ -83,6 +85,11 @@ impl Outbox {
             .store
             .lease_events(self.now(), self.lease_ms, BATCH)
             .await?;
+        self.attempt_all(due).await
+    }
+
+    /// Attempts leased events side by side and records how each ended.
+    async fn attempt_all(self: &Arc<Self>, due: Vec<LeasedEvent>) -> Result<usize, StoreError> {
         let n = due.len();
         let mut attempts = JoinSet::new();
         for event in due {
@@ -107,17 +114,37 @@ impl Outbox {
         Ok(n)
     }
 
+    /// Leases and attempts batches until `shutdown`. Up to `ROUNDS` batches
+    /// are out at once, so an event decided while a batch waits for its
+    /// answers (a slow endpoint, or only the round trip and the record) is
+    /// leased and posted at once rather than after them. A batch still out
+    /// at shutdown is dropped: its leases lapse and its events are attempted
+    /// again, with the same id.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
-        loop {
-            let attempted = tokio::select! {
-                r = self.deliver_due() => r,
-                () = shutdown.cancelled() => break,
-            };
-            if matches!(attempted, Ok(n) if n > 0) {
+        let mut rounds: JoinSet<Result<usize, StoreError>> = JoinSet::new();
+        'lease: loop {
+            while let Some(done) = rounds.try_join_next() {
+                log_round(done);
+            }
+            if rounds.len() >= ROUNDS {
+                tokio::select! {
+                    Some(done) = rounds.join_next() => log_round(done),
+                    () = shutdown.cancelled() => break,
+                }
                 continue;
             }
-            if let Err(e) = attempted {
-                tracing::error!(error = %e, "cannot read the outbox");
+            let leased = tokio::select! {
+                r = self.store.lease_events(self.now(), self.lease_ms, BATCH) => r,
+                () = shutdown.cancelled() => break,
+            };
+            match leased {
+                Ok(due) if !due.is_empty() => {
+                    let me = self.clone();
+                    rounds.spawn(async move { me.attempt_all(due).await });
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e, "cannot read the outbox"),
             }
             let wait = match self.store.next_event_due().await {
                 Ok(Some(at)) => Duration::from_millis(
@@ -126,10 +153,16 @@ impl Outbox {
                 ),
                 _ => IDLE_MAX,
             };
-            tokio::select! {
-                () = self.store.event_ready() => {}
-                () = tokio::time::sleep(wait) => {}
-                () = shutdown.cancelled() => break,
+            let until = tokio::time::Instant::now() + wait;
+            // A batch that ends makes nothing due within the wait (a failed
+            // attempt backs off about a second), so it is only collected.
+            loop {
+                tokio::select! {
+                    () = self.store.event_ready() => break,
+                    () = tokio::time::sleep_until(until) => break,
+                    Some(done) = rounds.join_next(), if !rounds.is_empty() => log_round(done),
+                    () = shutdown.cancelled() => break 'lease,
+                }
             }
         }
         tracing::info!("outbox stopped");
@@ -181,6 +214,17 @@ impl Outbox {
             event,
             attempted: Attempted::Failed { error, next },
         }
+    }
+}
+
+fn log_round(done: Result<Result<usize, StoreError>, tokio::task::JoinError>) {
+    match done {
+        Ok(Ok(_)) => {}
+        // The batch's leases lapse and its events are attempted again.
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "cannot record the outcomes of a batch of events")
+        }
+        Err(e) => tracing::error!(error = %e, "a batch of events failed to run"),
     }
 }
 
