@@ -335,15 +335,13 @@ impl PgStore {
     }
 
     pub async fn next_job_due(&self) -> Result<Option<i64>, StoreError> {
-        Ok(self
-            .client()
-            .await?
-            .query_one(
-                "SELECT min(run_at) FROM jobs WHERE state = $1",
-                &[&JobState::Pending],
-            )
-            .await?
-            .try_get(0)?)
+        let c = self.client().await?;
+        Ok(c.query_one(
+            &work::prepared(&c, "SELECT min(run_at) FROM jobs WHERE state = $1").await?,
+            &[&JobState::Pending],
+        )
+        .await?
+        .try_get(0)?)
     }
 
     pub async fn known(&self, account: String, sighting: Sighting) -> Result<bool, StoreError> {
@@ -430,16 +428,18 @@ impl PgStore {
     }
 
     pub async fn next_event_due(&self) -> Result<Option<i64>, StoreError> {
-        Ok(self
-            .client()
-            .await?
-            .query_one(
+        let c = self.client().await?;
+        Ok(c.query_one(
+            &work::prepared(
+                &c,
                 "SELECT min(greatest(next_attempt_at, coalesce(lease_until, 0))) FROM events
                  WHERE state = $1",
-                &[&EventState::Pending],
             )
-            .await?
-            .try_get(0)?)
+            .await?,
+            &[&EventState::Pending],
+        )
+        .await?
+        .try_get(0)?)
     }
 
     pub async fn record_event_outcomes(
@@ -640,7 +640,8 @@ async fn commit_batch(pool: &Pool, params: &[IngestParams]) -> Result<Vec<Ingest
         });
     }
     if params.iter().any(IngestParams::has_job) {
-        tx.execute(&format!("SELECT pg_notify('{}', '')", listen::JOBS), &[])
+        let notify = format!("SELECT pg_notify('{}', '')", listen::JOBS);
+        tx.execute(&work::prepared(&tx, &notify).await?, &[])
             .await?;
     }
     tx.commit().await?;

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::LazyLock;
 
 use deadpool_postgres::{GenericClient, Transaction};
-use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
 
 use super::listen;
 use crate::clock::rfc3339;
@@ -141,6 +141,14 @@ impl IngestParams {
     }
 }
 
+/// Every statement here is prepared once per connection and kept (its
+/// text is fixed, so the cache stays small): a call is then one round trip
+/// with no parse and no planning, where a bare string costs two round
+/// trips, a parse and a plan each time.
+pub(super) async fn prepared(tx: &impl GenericClient, sql: &str) -> Result<Statement, StoreError> {
+    Ok(tx.prepare_cached(sql).await?)
+}
+
 /// A job with no delivery behind it.
 pub async fn enqueue(
     tx: &Transaction<'_>,
@@ -158,7 +166,7 @@ pub async fn enqueue(
     );
     let row = tx
         .query_one(
-            &sql,
+            &prepared(tx, &sql).await?,
             &[
                 &account,
                 &job.key,
@@ -170,8 +178,11 @@ pub async fn enqueue(
             ],
         )
         .await?;
-    tx.execute(&format!("SELECT pg_notify('{}', '')", listen::JOBS), &[])
-        .await?;
+    tx.execute(
+        &prepared(tx, &format!("SELECT pg_notify('{}', '')", listen::JOBS)).await?,
+        &[],
+    )
+    .await?;
     Ok(row.get(0))
 }
 
@@ -185,7 +196,7 @@ pub async fn lease(
 ) -> Result<Vec<LeasedJob>, StoreError> {
     let rows = tx
         .query(
-            &format!(
+            &prepared(tx, &format!(
                 "UPDATE jobs SET state = {RUNNING}, lease_until = $1 + $2, attempts = attempts + 1,
                      rerun = false, updated_at = $1
                  WHERE id IN (
@@ -195,7 +206,7 @@ pub async fn lease(
                      ORDER BY run_at LIMIT $3
                      FOR UPDATE SKIP LOCKED)
                  RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work"
-            ),
+            )).await?,
             &[&now, &lease_ms, &(limit as i64)],
         )
         .await?;
@@ -224,7 +235,11 @@ pub async fn renew(
 ) -> Result<bool, StoreError> {
     Ok(tx
         .execute(
-            &format!("UPDATE jobs SET lease_until = $3 WHERE {FENCE}{RUNNING}"),
+            &prepared(
+                tx,
+                &format!("UPDATE jobs SET lease_until = $3 WHERE {FENCE}{RUNNING}"),
+            )
+            .await?,
             &[&job.id, &(job.attempt as i32), &until],
         )
         .await?
@@ -235,7 +250,11 @@ pub async fn renew(
 pub async fn holds_lease(tx: &Transaction<'_>, job: &LeasedJob) -> Result<bool, StoreError> {
     Ok(tx
         .query_opt(
-            &format!("SELECT 1 FROM jobs WHERE {FENCE}{RUNNING} FOR UPDATE"),
+            &prepared(
+                tx,
+                &format!("SELECT 1 FROM jobs WHERE {FENCE}{RUNNING} FOR UPDATE"),
+            )
+            .await?,
             &[&job.id, &(job.attempt as i32)],
         )
         .await?
@@ -297,7 +316,7 @@ pub async fn finish(
     );
     let fenced = tx
         .query_opt(
-            &sql,
+            &prepared(tx, &sql).await?,
             &[
                 &job.id,
                 &(job.attempt as i32),
@@ -319,8 +338,11 @@ pub async fn finish(
     };
     let state: JobState = row.try_get(0)?;
     if state == JobState::Pending {
-        tx.execute(&format!("SELECT pg_notify('{}', '')", listen::JOBS), &[])
-            .await?;
+        tx.execute(
+            &prepared(tx, &format!("SELECT pg_notify('{}', '')", listen::JOBS)).await?,
+            &[],
+        )
+        .await?;
     }
     let emitted = match outcome {
         JobOutcome::Done(effects) => {
@@ -334,11 +356,15 @@ pub async fn finish(
 /// Interrupted by shutdown: pending again, the attempt not counted.
 pub async fn release(tx: &Transaction<'_>, job: &LeasedJob, now: i64) -> Result<(), StoreError> {
     tx.execute(
-        &format!(
-            "UPDATE jobs SET state = {PENDING}, attempts = greatest(attempts - 1, 0),
+        &prepared(
+            tx,
+            &format!(
+                "UPDATE jobs SET state = {PENDING}, attempts = greatest(attempts - 1, 0),
                  lease_until = NULL, run_at = $3, updated_at = $3
              WHERE {FENCE}{RUNNING}"
-        ),
+            ),
+        )
+        .await?,
         &[&job.id, &(job.attempt as i32), &now],
     )
     .await?;
@@ -398,7 +424,9 @@ async fn lock_orders(
     let paid: Vec<Option<&str>> = amounts.values().map(|a| a.1).collect();
     let rows = tx
         .query(
-            "INSERT INTO orders AS o (account, order_id, total_amount, paid_amount, updated_at)
+            &prepared(
+                tx,
+                "INSERT INTO orders AS o (account, order_id, total_amount, paid_amount, updated_at)
              SELECT $1, t.order_id, t.total, t.paid, $5
              FROM unnest($2::text[], $3::text[], $4::text[]) AS t (order_id, total, paid)
              ORDER BY t.order_id
@@ -408,6 +436,8 @@ async fn lock_orders(
                  updated_at = CASE WHEN excluded.total_amount IS NULL
                                    THEN o.updated_at ELSE excluded.updated_at END
              RETURNING order_id, released_at IS NOT NULL, blocked_at IS NOT NULL",
+            )
+            .await?,
             &[&account, &ids, &totals, &paid, &now],
         )
         .await?;
@@ -535,7 +565,7 @@ async fn decide(
     };
     let decided = tx
         .query_opt(
-            DECIDE.as_str(),
+            &prepared(tx, DECIDE.as_str()).await?,
             &[
                 &account,
                 &d.subject,
@@ -590,7 +620,7 @@ async fn recorded_final(
 ) -> Result<Option<String>, StoreError> {
     Ok(tx
         .query_opt(
-            "SELECT event_type FROM decisions WHERE account = $1 AND subject = $2 AND key = 'final'",
+            &prepared(tx, "SELECT event_type FROM decisions WHERE account = $1 AND subject = $2 AND key = 'final'").await?,
             &[&account, &subject],
         )
         .await?
@@ -611,9 +641,9 @@ async fn conflict(
         "conflicting final state: recorded, nothing changed"
     );
     tx.execute(
-        "INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
+        &prepared(tx, "INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
          VALUES ($1, $2, $3, $4, NULL, $5, $6)
-         ON CONFLICT (account, subject, key) DO NOTHING",
+         ON CONFLICT (account, subject, key) DO NOTHING").await?,
         &[
             &account,
             &d.subject,
@@ -639,8 +669,8 @@ async fn mark(tx: &Transaction<'_>, account: &str, m: &Mark, now: i64) -> Result
         Mark::OrderReleased(_) | Mark::OrderAtRisk(_) => return Ok(()),
         Mark::OrderBlocked { order, alert } => {
             tx.execute(
-                "INSERT INTO order_blocks (account, order_id, alert, blocked_at) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (account, order_id, alert) DO UPDATE SET lifted_at = NULL",
+                &prepared(tx, "INSERT INTO order_blocks (account, order_id, alert, blocked_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (account, order_id, alert) DO UPDATE SET lifted_at = NULL").await?,
                 &[&account, &order.as_str(), alert, &now],
             )
             .await?;
@@ -649,10 +679,14 @@ async fn mark(tx: &Transaction<'_>, account: &str, m: &Mark, now: i64) -> Result
         Mark::HoldForReview(h) => return hold(tx, account, h, now).await,
     };
     tx.execute(
-        &format!(
-            "UPDATE orders SET {column} = coalesce({column}, $3), updated_at = $3
+        &prepared(
+            tx,
+            &format!(
+                "UPDATE orders SET {column} = coalesce({column}, $3), updated_at = $3
              WHERE account = $1 AND order_id = $2"
-        ),
+            ),
+        )
+        .await?,
         &[&account, &order.as_str(), &now],
     )
     .await?;
@@ -666,9 +700,9 @@ async fn hold(
     now: i64,
 ) -> Result<(), StoreError> {
     tx.execute(
-        "INSERT INTO fraud_reviews (account, job_key, alert, merchant_order, payment, reason, state, created_at)
+        &prepared(tx, "INSERT INTO fraud_reviews (account, job_key, alert, merchant_order, payment, reason, state, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (account, job_key) DO NOTHING",
+         ON CONFLICT (account, job_key) DO NOTHING").await?,
         &[
             &account,
             &h.job_key,
@@ -693,16 +727,24 @@ async fn lift_block(
     now: i64,
 ) -> Result<(), StoreError> {
     tx.execute(
-        "UPDATE order_blocks SET lifted_at = $4
+        &prepared(
+            tx,
+            "UPDATE order_blocks SET lifted_at = $4
          WHERE account = $1 AND order_id = $2 AND alert = $3 AND lifted_at IS NULL",
+        )
+        .await?,
         &[&account, &order, &alert, &now],
     )
     .await?;
     tx.execute(
-        "UPDATE orders SET blocked_at = NULL, updated_at = $3
+        &prepared(
+            tx,
+            "UPDATE orders SET blocked_at = NULL, updated_at = $3
          WHERE account = $1 AND order_id = $2 AND NOT EXISTS (
              SELECT 1 FROM order_blocks b
              WHERE b.account = $1 AND b.order_id = $2 AND b.lifted_at IS NULL)",
+        )
+        .await?,
         &[&account, &order, &now],
     )
     .await?;
@@ -733,10 +775,14 @@ pub async fn reviews(
     limit: i64,
 ) -> Result<Vec<ReviewView>, StoreError> {
     tx.query(
-        &format!(
+        &prepared(
+            tx,
+            &format!(
             "SELECT {REVIEW_COLUMNS} FROM fraud_reviews WHERE ($1::smallint IS NULL OR state = $1)
              ORDER BY id DESC LIMIT $2"
         ),
+        )
+        .await?,
         &[&state, &limit],
     )
     .await?
@@ -752,7 +798,11 @@ pub async fn review_state(
 ) -> Result<Option<Review>, StoreError> {
     Ok(tx
         .query_opt(
-            "SELECT state FROM fraud_reviews WHERE account = $1 AND job_key = $2",
+            &prepared(
+                tx,
+                "SELECT state FROM fraud_reviews WHERE account = $1 AND job_key = $2",
+            )
+            .await?,
             &[&account, &job_key],
         )
         .await?
@@ -770,7 +820,13 @@ async fn decide_review(
 ) -> Result<Result<(ReviewView, String), Answer>, StoreError> {
     let Some(row) = tx
         .query_opt(
-            &format!("SELECT {REVIEW_COLUMNS}, alert FROM fraud_reviews WHERE id = $1 FOR UPDATE"),
+            &prepared(
+                tx,
+                &format!(
+                    "SELECT {REVIEW_COLUMNS}, alert FROM fraud_reviews WHERE id = $1 FOR UPDATE"
+                ),
+            )
+            .await?,
             &[&id],
         )
         .await?
@@ -783,7 +839,11 @@ async fn decide_review(
         return Ok(Err(Answer::AlreadyDecided(current.state)));
     }
     tx.execute(
-        "UPDATE fraud_reviews SET state = $2, decided_at = $3 WHERE id = $1",
+        &prepared(
+            tx,
+            "UPDATE fraud_reviews SET state = $2, decided_at = $3 WHERE id = $1",
+        )
+        .await?,
         &[&id, &to, &now],
     )
     .await?;
@@ -804,19 +864,26 @@ pub async fn confirm_review(tx: &Transaction<'_>, id: i64, now: i64) -> Result<A
         Err(answer) => return Ok(answer),
     };
     tx.execute(
-        &format!(
-            "UPDATE jobs SET
+        &prepared(
+            tx,
+            &format!(
+                "UPDATE jobs SET
                  rerun = CASE WHEN state = {RUNNING} THEN true ELSE rerun END,
                  attempts = CASE WHEN state = {RUNNING} THEN attempts ELSE 0 END,
                  state = CASE WHEN state = {RUNNING} THEN state ELSE {PENDING} END,
                  run_at = $3, last_error = NULL, updated_at = $3
              WHERE account = $1 AND job_key = $2"
-        ),
+            ),
+        )
+        .await?,
         &[&review.account, &review.job_key, &now],
     )
     .await?;
-    tx.execute(&format!("SELECT pg_notify('{}', '')", listen::JOBS), &[])
-        .await?;
+    tx.execute(
+        &prepared(tx, &format!("SELECT pg_notify('{}', '')", listen::JOBS)).await?,
+        &[],
+    )
+    .await?;
     Ok(Answer::Done(Box::new(review)))
 }
 
@@ -863,7 +930,9 @@ pub async fn lease_events(
 ) -> Result<Vec<LeasedEvent>, StoreError> {
     let pending = EventState::Pending;
     tx.query(
-        "UPDATE events SET lease_until = $2 + $3
+        &prepared(
+            tx,
+            "UPDATE events SET lease_until = $2 + $3
          WHERE id IN (
              SELECT id FROM events
              WHERE state = $1 AND next_attempt_at <= $2
@@ -871,6 +940,8 @@ pub async fn lease_events(
              ORDER BY next_attempt_at LIMIT $4
              FOR UPDATE SKIP LOCKED)
          RETURNING id, body, created_at, attempts",
+        )
+        .await?,
         &[&pending, &now, &lease_ms, &(limit as i64)],
     )
     .await?
@@ -921,13 +992,17 @@ pub async fn record_event_outcomes(
     }
     let recorded: HashSet<String> = tx
         .query(
-            "UPDATE events e SET state = u.state, attempts = e.attempts + 1,
+            &prepared(
+                tx,
+                "UPDATE events e SET state = u.state, attempts = e.attempts + 1,
                  delivered_at = coalesce(u.delivered_at, e.delivered_at), last_error = u.error,
                  next_attempt_at = coalesce(u.next, e.next_attempt_at), lease_until = NULL
              FROM unnest($1::text[], $2::int[], $3::int2[], $4::bigint[], $5::text[], $6::bigint[])
                  AS u (id, attempts, state, delivered_at, error, next)
              WHERE e.id = u.id AND e.attempts = u.attempts AND e.state = $7
              RETURNING e.id",
+            )
+            .await?,
             &[
                 &ids,
                 &attempts,
