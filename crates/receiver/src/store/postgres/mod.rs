@@ -483,14 +483,14 @@ impl PgStore {
     pub async fn retry_job(&self, id: i64, now: i64) -> Result<bool, StoreError> {
         let c = self.client().await?;
         let retried = reads::retry_job(&c, id, now).await?;
-        notify(&c, listen::JOBS).await?;
+        work::notify(&c, listen::JOBS).await?;
         Ok(retried)
     }
 
     pub async fn retry_dead_jobs(&self, now: i64) -> Result<usize, StoreError> {
         let c = self.client().await?;
         let n = reads::retry_dead_jobs(&c, now).await?;
-        notify(&c, listen::JOBS).await?;
+        work::notify(&c, listen::JOBS).await?;
         Ok(n)
     }
 
@@ -555,12 +555,6 @@ impl PgStore {
         self.stop.cancel();
         self.pool.close();
     }
-}
-
-async fn notify(c: &Client, channel: &str) -> Result<(), StoreError> {
-    c.execute(&format!("SELECT pg_notify('{channel}', '')"), &[])
-        .await?;
-    Ok(())
 }
 
 /// Takes whatever deliveries are queued (up to `MAX_BATCH`), commits them
@@ -640,9 +634,7 @@ async fn commit_batch(pool: &Pool, params: &[IngestParams]) -> Result<Vec<Ingest
         });
     }
     if params.iter().any(IngestParams::has_job) {
-        let notify = format!("SELECT pg_notify('{}', '')", listen::JOBS);
-        tx.execute(&work::prepared(&tx, &notify).await?, &[])
-            .await?;
+        work::notify(&tx, listen::JOBS).await?;
     }
     tx.commit().await?;
     Ok(ingested)

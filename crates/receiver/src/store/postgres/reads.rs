@@ -332,11 +332,7 @@ pub async fn redeliver_event(c: &Client, id: &str, now: i64) -> Result<bool, Sto
         )
         .await?
         == 1;
-    c.execute(
-        &format!("SELECT pg_notify('{}', '')", super::listen::EVENTS),
-        &[],
-    )
-    .await?;
+    super::work::notify(c, super::listen::EVENTS).await?;
     Ok(found)
 }
 

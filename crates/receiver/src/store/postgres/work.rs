@@ -149,6 +149,17 @@ pub(super) async fn prepared(tx: &impl GenericClient, sql: &str) -> Result<State
     Ok(tx.prepare_cached(sql).await?)
 }
 
+/// Wakes the workers or outboxes of every instance (see `listen.rs`) once
+/// the transaction commits; the channel is a parameter, so one statement.
+pub(super) async fn notify(tx: &impl GenericClient, channel: &str) -> Result<(), StoreError> {
+    tx.execute(
+        &prepared(tx, "SELECT pg_notify($1, '')").await?,
+        &[&channel],
+    )
+    .await?;
+    Ok(())
+}
+
 /// A job with no delivery behind it.
 pub async fn enqueue(
     tx: &Transaction<'_>,
@@ -178,11 +189,7 @@ pub async fn enqueue(
             ],
         )
         .await?;
-    tx.execute(
-        &prepared(tx, &format!("SELECT pg_notify('{}', '')", listen::JOBS)).await?,
-        &[],
-    )
-    .await?;
+    notify(tx, listen::JOBS).await?;
     Ok(row.get(0))
 }
 
@@ -338,11 +345,7 @@ pub async fn finish(
     };
     let state: JobState = row.try_get(0)?;
     if state == JobState::Pending {
-        tx.execute(
-            &prepared(tx, &format!("SELECT pg_notify('{}', '')", listen::JOBS)).await?,
-            &[],
-        )
-        .await?;
+        notify(tx, listen::JOBS).await?;
     }
     let emitted = match outcome {
         JobOutcome::Done(effects) => {
@@ -879,11 +882,7 @@ pub async fn confirm_review(tx: &Transaction<'_>, id: i64, now: i64) -> Result<A
         &[&review.account, &review.job_key, &now],
     )
     .await?;
-    tx.execute(
-        &prepared(tx, &format!("SELECT pg_notify('{}', '')", listen::JOBS)).await?,
-        &[],
-    )
-    .await?;
+    notify(tx, listen::JOBS).await?;
     Ok(Answer::Done(Box::new(review)))
 }
 
