@@ -201,19 +201,20 @@ pub async fn lease(
     lease_ms: i64,
     limit: usize,
 ) -> Result<Vec<LeasedJob>, StoreError> {
+    let sql = format!(
+        "UPDATE jobs SET state = {RUNNING}, lease_until = $1 + $2, attempts = attempts + 1,
+             rerun = false, updated_at = $1
+         WHERE id IN (
+             SELECT id FROM jobs
+             WHERE (state = {PENDING} AND run_at <= $1)
+                OR (state = {RUNNING} AND lease_until < $1)
+             ORDER BY run_at LIMIT $3
+             FOR UPDATE SKIP LOCKED)
+         RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work"
+    );
     let rows = tx
         .query(
-            &prepared(tx, &format!(
-                "UPDATE jobs SET state = {RUNNING}, lease_until = $1 + $2, attempts = attempts + 1,
-                     rerun = false, updated_at = $1
-                 WHERE id IN (
-                     SELECT id FROM jobs
-                     WHERE (state = {PENDING} AND run_at <= $1)
-                        OR (state = {RUNNING} AND lease_until < $1)
-                     ORDER BY run_at LIMIT $3
-                     FOR UPDATE SKIP LOCKED)
-                 RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work"
-            )).await?,
+            &prepared(tx, &sql).await?,
             &[&now, &lease_ms, &(limit as i64)],
         )
         .await?;
@@ -621,11 +622,10 @@ async fn recorded_final(
     account: &str,
     subject: &str,
 ) -> Result<Option<String>, StoreError> {
+    let sql =
+        "SELECT event_type FROM decisions WHERE account = $1 AND subject = $2 AND key = 'final'";
     Ok(tx
-        .query_opt(
-            &prepared(tx, "SELECT event_type FROM decisions WHERE account = $1 AND subject = $2 AND key = 'final'").await?,
-            &[&account, &subject],
-        )
+        .query_opt(&prepared(tx, sql).await?, &[&account, &subject])
         .await?
         .map(|r| r.get(0)))
 }
@@ -643,10 +643,12 @@ async fn conflict(
         job_id, subject = %d.subject, recorded = ?recorded, new = %event_type,
         "conflicting final state: recorded, nothing changed"
     );
+    let sql =
+        "INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
+               VALUES ($1, $2, $3, $4, NULL, $5, $6)
+               ON CONFLICT (account, subject, key) DO NOTHING";
     tx.execute(
-        &prepared(tx, "INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
-         VALUES ($1, $2, $3, $4, NULL, $5, $6)
-         ON CONFLICT (account, subject, key) DO NOTHING").await?,
+        &prepared(tx, sql).await?,
         &[
             &account,
             &d.subject,
@@ -671,9 +673,11 @@ async fn mark(tx: &Transaction<'_>, account: &str, m: &Mark, now: i64) -> Result
         // Set by `DECIDE` itself.
         Mark::OrderReleased(_) | Mark::OrderAtRisk(_) => return Ok(()),
         Mark::OrderBlocked { order, alert } => {
+            let sql = "INSERT INTO order_blocks (account, order_id, alert, blocked_at)
+                       VALUES ($1, $2, $3, $4)
+                       ON CONFLICT (account, order_id, alert) DO UPDATE SET lifted_at = NULL";
             tx.execute(
-                &prepared(tx, "INSERT INTO order_blocks (account, order_id, alert, blocked_at) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (account, order_id, alert) DO UPDATE SET lifted_at = NULL").await?,
+                &prepared(tx, sql).await?,
                 &[&account, &order.as_str(), alert, &now],
             )
             .await?;
@@ -702,10 +706,12 @@ async fn hold(
     h: &HeldAlert,
     now: i64,
 ) -> Result<(), StoreError> {
+    let sql = "INSERT INTO fraud_reviews (account, job_key, alert, merchant_order, payment, reason,
+                                         state, created_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+               ON CONFLICT (account, job_key) DO NOTHING";
     tx.execute(
-        &prepared(tx, "INSERT INTO fraud_reviews (account, job_key, alert, merchant_order, payment, reason, state, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (account, job_key) DO NOTHING").await?,
+        &prepared(tx, sql).await?,
         &[
             &account,
             &h.job_key,
@@ -777,21 +783,15 @@ pub async fn reviews(
     state: Option<Review>,
     limit: i64,
 ) -> Result<Vec<ReviewView>, StoreError> {
-    tx.query(
-        &prepared(
-            tx,
-            &format!(
-            "SELECT {REVIEW_COLUMNS} FROM fraud_reviews WHERE ($1::smallint IS NULL OR state = $1)
-             ORDER BY id DESC LIMIT $2"
-        ),
-        )
-        .await?,
-        &[&state, &limit],
-    )
-    .await?
-    .iter()
-    .map(review)
-    .collect()
+    let sql = format!(
+        "SELECT {REVIEW_COLUMNS} FROM fraud_reviews WHERE ($1::smallint IS NULL OR state = $1)
+         ORDER BY id DESC LIMIT $2"
+    );
+    tx.query(&prepared(tx, &sql).await?, &[&state, &limit])
+        .await?
+        .iter()
+        .map(review)
+        .collect()
 }
 
 pub async fn review_state(
