@@ -309,14 +309,14 @@ fn serve(path: &Path, log_format: Option<LogFormat>) -> Result<(), Failure> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
+        let shutdown = CancellationToken::new();
+        tokio::spawn(cancel_on_signal(shutdown.clone())?);
         let listener = tokio::net::TcpListener::bind(config.server.listen)
             .await
             .with_context(|| {
                 format!("cannot listen on {} (server.listen)", config.server.listen)
             })?;
         let app = App::new(config, listener, Options::default()).await?;
-        let shutdown = CancellationToken::new();
-        tokio::spawn(cancel_on_signal(shutdown.clone()));
         app.run(shutdown).await
     })?;
     Ok(())
@@ -331,7 +331,7 @@ fn demo(exit_after_scenarios: bool, log_format: Option<LogFormat>) -> Result<(),
         .context("cannot start the async runtime")?;
     let passed = runtime.block_on(async {
         let shutdown = CancellationToken::new();
-        tokio::spawn(cancel_on_signal(shutdown.clone()));
+        tokio::spawn(cancel_on_signal(shutdown.clone())?);
         crate::demo::run(exit_after_scenarios, shutdown).await
     })?;
     if passed {
@@ -343,21 +343,24 @@ fn demo(exit_after_scenarios: bool, log_format: Option<LogFormat>) -> Result<(),
     }
 }
 
-/// SIGTERM or SIGINT starts the one shutdown path.
-async fn cancel_on_signal(shutdown: CancellationToken) {
+/// SIGTERM or SIGINT starts the one shutdown path. The receivers exist
+/// before this returns, so before the caller binds its listener: tokio
+/// drops a signal that arrives while its handler is installed but no
+/// receiver is subscribed, and a receiver made in a task spawned next to
+/// the listener left a process deaf to a SIGTERM sent just as it came up.
+pub(crate) fn cancel_on_signal(
+    shutdown: CancellationToken,
+) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop with SIGKILL");
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
-    }
-    shutdown.cancel();
+    let mut term = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+            _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+        }
+        shutdown.cancel();
+    })
 }
 
 fn init_tracing(format: LogFormat, level: &str) {

@@ -200,11 +200,7 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
             );
         }
         let shutdown = CancellationToken::new();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            stop.cancel();
-        });
+        tokio::spawn(super::cancel_on_signal(shutdown.clone())?);
         sandbox.serve(listener, shutdown).await;
         Ok(())
     })

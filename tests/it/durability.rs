@@ -179,6 +179,10 @@ async fn sigterm_drains_an_in_flight_request_and_exits() {
     // It says it stopped accepting; from then on new connections are
     // refused while the old one finishes.
     wait_for("SIGTERM to be taken", async || {
+        // Ended by the signal itself: it was not handled.
+        if let Ok(Some(status)) = served.child.try_wait() {
+            panic!("exited before draining: {status}");
+        }
         served.logged("no longer accepting")
     })
     .await;
