@@ -376,6 +376,9 @@ fn init_tracing(format: LogFormat, level: &str) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal: journald and log files
+        // would keep the escape codes as text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         // A log line that cannot be written (journald restarted, the pipe
         // gone) is lost; reporting that on stderr too would panic whatever
         // task logged it, the signal handler included.

@@ -420,7 +420,8 @@ async fn control_characters_from_outside_are_escaped_in_logs_and_the_cli() {
         .args(["serve", "--log-format", "text", "--config"])
         .arg(&config)
         .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
+        // Not a terminal: no colour codes, with or without NO_COLOR.
+        .env_remove("NO_COLOR")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
