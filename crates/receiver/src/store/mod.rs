@@ -81,25 +81,46 @@ pub enum StoreError {
 /// at once, until one succeeds.
 #[derive(Debug, Default)]
 pub(crate) struct CommitHealth {
-    last_ok: std::sync::atomic::AtomicI64,
-    last_failure: std::sync::atomic::AtomicI64,
+    /// Numbers the outcomes in the order they are recorded. Clock stamps
+    /// tied when a failure came in the same millisecond as a success, and
+    /// the failure went unseen.
+    recorded: std::sync::atomic::AtomicU64,
+    last_ok: std::sync::atomic::AtomicU64,
+    last_failure: std::sync::atomic::AtomicU64,
 }
 
 impl CommitHealth {
-    /// Whether the last commit (if any) failed.
+    /// Whether the last commit recorded (if any) failed.
     pub fn failing(&self) -> bool {
         use std::sync::atomic::Ordering::Relaxed;
         self.last_failure.load(Relaxed) > self.last_ok.load(Relaxed)
     }
 
     pub fn record(&self, ok: bool) {
-        let now = unix_ms_now();
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = self.recorded.fetch_add(1, Relaxed) + 1;
         let slot = if ok {
             &self.last_ok
         } else {
             &self.last_failure
         };
-        slot.fetch_max(now, std::sync::atomic::Ordering::Relaxed);
+        slot.fetch_max(n, Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod commit_health_tests {
+    use super::CommitHealth;
+
+    #[test]
+    fn the_outcome_recorded_last_wins_however_close_together() {
+        let h = CommitHealth::default();
+        assert!(!h.failing(), "nothing recorded yet");
+        h.record(true);
+        h.record(false);
+        assert!(h.failing(), "a failure right after a success");
+        h.record(true);
+        assert!(!h.failing());
     }
 }
 
