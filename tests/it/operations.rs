@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use crate::backends::{Backend, TestDb};
 use crate::helpers::*;
 
+on_both_backends!(prune_keeps_unprocessed_work_and_decisions);
+
 fn config_file(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
     let path = dir.join("pointhook.toml");
     std::fs::write(
@@ -221,7 +223,6 @@ async fn a_backup_taken_under_load_holds_every_acknowledged_delivery() {
     app.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_keeps_unprocessed_work_and_decisions() {
     use crate::platform::{FakeApi, Merchant, status};
     let api = FakeApi::start().await;
@@ -250,12 +251,13 @@ async fn prune_keeps_unprocessed_work_and_decisions() {
     }
     merchant.fail_next(1000, 500).await;
     // Deliver order 1's event only.
-    app.db()
-        .execute(
-            "UPDATE events SET state = ?1 WHERE subject = 'merchant_order:1'",
-            [EventState::Delivered],
-        )
-        .unwrap();
+    app.sql.execute(
+        &format!(
+            "UPDATE events SET state = {} WHERE subject = 'merchant_order:1'",
+            EventState::Delivered as i16
+        ),
+        &[],
+    );
     app.post("topic=merchant_order&id=4", &[], None).await; // pending job
     assert_eq!(app.job("merchant_order:3").0, JobState::Dead);
 
@@ -275,27 +277,15 @@ async fn prune_keeps_unprocessed_work_and_decisions() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let keys: Vec<String> = app
-        .db()
-        .prepare("SELECT job_key FROM jobs ORDER BY job_key")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let column =
+        |sql| -> Vec<String> { app.sql.rows(sql, &[]).iter().map(|r| r[0].text()).collect() };
+    let keys = column("SELECT job_key FROM jobs ORDER BY job_key");
     assert_eq!(
         keys,
         ["merchant_order:3", "merchant_order:4"],
         "done jobs go; dead and pending stay"
     );
-    let kept: Vec<String> = app
-        .db()
-        .prepare("SELECT resource_id FROM deliveries ORDER BY resource_id")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let kept = column("SELECT resource_id FROM deliveries ORDER BY resource_id");
     assert_eq!(kept, ["3", "4"], "deliveries of unfinished jobs stay");
     assert_eq!(
         app.event_types(),

@@ -479,6 +479,10 @@ pub async fn health(c: &Client) -> Result<Health, StoreError> {
 /// The advisory lock pruning holds: one instance prunes at a time.
 const PRUNE_LOCK: i64 = 0x7074_486c;
 
+/// Every job state but done, named rather than `!= done`: pruning then
+/// reads the unfinished jobs from `jobs_runnable` instead of scanning all.
+const UNFINISHED: [JobState; 3] = [JobState::Pending, JobState::Running, JobState::Dead];
+
 /// One batch of pruning, if no other instance is pruning now; same rules as
 /// the SQLite backend's (never unfinished work, never decisions).
 pub async fn prune_batch(c: &mut Client, cutoff: i64, batch: usize) -> Result<Pruned, StoreError> {
@@ -490,31 +494,44 @@ pub async fn prune_batch(c: &mut Client, cutoff: i64, batch: usize) -> Result<Pr
     if !ours {
         return Ok(Pruned::default());
     }
+    // The statements below are cheap but estimated dear, which made
+    // PostgreSQL compile each one (170 ms of a 200 ms batch).
+    tx.batch_execute("SET LOCAL jit = off").await?;
     let limit = batch as i64;
+    // `= ANY(ARRAY(subquery))`, not `IN (subquery)`: the batch is chosen
+    // first and its rows then found by their primary key. With `IN`, the
+    // planner could guess one row for the batch and join it against a scan
+    // of the whole table, 20 s a batch at 200,000 deliveries.
     let jobs = tx
         .execute(
-            "DELETE FROM jobs WHERE id IN (
-                 SELECT id FROM jobs WHERE state = $1 AND updated_at < $2 LIMIT $3)",
+            "DELETE FROM jobs WHERE id = ANY(ARRAY(
+                 SELECT id FROM jobs WHERE state = $1 AND updated_at < $2 LIMIT $3))",
             &[&JobState::Done, &cutoff, &limit],
         )
         .await? as usize;
     let deliveries = tx
         .execute(
-            "DELETE FROM deliveries WHERE id IN (
+            "DELETE FROM deliveries WHERE id = ANY(ARRAY(
                  SELECT d.id FROM deliveries d
                  WHERE d.received_at < $1
                    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.input_delivery_id = d.id)
                    AND (d.job_key IS NULL OR NOT EXISTS (
                        SELECT 1 FROM jobs j WHERE j.account = d.account AND j.job_key = d.job_key
-                       AND j.state != $2))
-                 LIMIT $3)",
-            &[&cutoff, &JobState::Done, &limit],
+                       AND j.state IN ($2, $3, $4)))
+                 LIMIT $5))",
+            &[
+                &cutoff,
+                &UNFINISHED[0],
+                &UNFINISHED[1],
+                &UNFINISHED[2],
+                &limit,
+            ],
         )
         .await? as usize;
     let events = tx
         .execute(
-            "DELETE FROM events WHERE id IN (
-                 SELECT id FROM events WHERE state IN ($1, $2, $3) AND created_at < $4 LIMIT $5)",
+            "DELETE FROM events WHERE id = ANY(ARRAY(
+                 SELECT id FROM events WHERE state IN ($1, $2, $3) AND created_at < $4 LIMIT $5))",
             &[
                 &EventState::Delivered,
                 &EventState::Dead,
@@ -526,10 +543,10 @@ pub async fn prune_batch(c: &mut Client, cutoff: i64, batch: usize) -> Result<Pr
         .await? as usize;
     let fetches = tx
         .execute(
-            "DELETE FROM fetches WHERE id IN (
+            "DELETE FROM fetches WHERE id = ANY(ARRAY(
                  SELECT f.id FROM fetches f WHERE f.at < $1
                    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = f.job_id AND j.state != $2)
-                 LIMIT $3)",
+                 LIMIT $3))",
             &[&cutoff, &JobState::Done, &limit],
         )
         .await? as usize;
@@ -540,4 +557,17 @@ pub async fn prune_batch(c: &mut Client, cutoff: i64, batch: usize) -> Result<Pr
         events,
         fetches,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use strum::IntoEnumIterator;
+
+    use super::*;
+
+    #[test]
+    fn unfinished_is_every_state_but_done() {
+        let all: Vec<JobState> = JobState::iter().filter(|s| *s != JobState::Done).collect();
+        assert_eq!(all, UNFINISHED);
+    }
 }
