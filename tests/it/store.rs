@@ -615,3 +615,40 @@ async fn the_sole_owner_of_a_sqlite_file_always_leads() {
     first.release().await;
     s.close().await;
 }
+
+/// The WAL grows past its 64 MiB bound under load, and once it has started
+/// over the file is cut back: it does not stay at the longest it ever was.
+#[tokio::test]
+async fn the_sqlite_wal_file_is_cut_back_once_it_starts_over() {
+    const BOUND: u64 = 64 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wal.db");
+    let wal = dir.path().join("wal.db-wal");
+    let store = Store::open(&Location::Sqlite(path)).await.unwrap();
+    let wal_len = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    // 60 KiB bodies: about 15 pages each, so 1,300 of them write ~80 MiB.
+    let body = "x".repeat(60 << 10);
+    let mut longest = 0;
+    for chunk in 0..40 {
+        let ingests = (0..32).map(|i| {
+            let work = order_work(&format!("{}", 1_000 + chunk * 32 + i));
+            store.ingest(delivery(&work, &body))
+        });
+        for r in futures_util::future::join_all(ingests).await {
+            r.unwrap();
+        }
+        longest = longest.max(wal_len());
+    }
+    assert!(longest > BOUND, "the WAL reached only {longest} bytes");
+    // Quiet now: a write after the writer's next look completes the
+    // checkpoint, and the one after starts the WAL over.
+    let mut n = 0;
+    while wal_len() > BOUND {
+        assert!(n < 10, "the WAL file stays at {} bytes", wal_len());
+        tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+        let work = order_work(&format!("{}", 9_000 + n));
+        store.ingest(delivery(&work, "{}")).await.unwrap();
+        n += 1;
+    }
+    store.close().await;
+}

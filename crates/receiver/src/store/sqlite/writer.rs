@@ -92,6 +92,11 @@ pub struct Faults {
 impl Writer {
     /// Starts the writer thread over `conn`.
     pub fn spawn(conn: Connection) -> Result<(Writer, JoinHandle<()>), StoreError> {
+        // A WAL that starts over is written from its beginning but keeps its
+        // length; with this limit the file is cut back to it then, so it does
+        // not stay at the longest it ever grew, and the size checked below
+        // says again whether a catch-up is due.
+        conn.pragma_update(None, "journal_size_limit", WAL_RESTART_BYTES as i64)?;
         let (tx, rx) = mpsc::channel(QUEUE);
         let faults = Arc::new(Faults::default());
         #[cfg(feature = "fault-injection")]
