@@ -260,6 +260,15 @@ async fn prune_keeps_unprocessed_work_and_decisions() {
     );
     app.post("topic=merchant_order&id=4", &[], None).await; // pending job
     assert_eq!(app.job("merchant_order:3").0, JobState::Dead);
+    // Order 1's job finished just now: it stays, and so does the old
+    // delivery it decides from.
+    app.sql.execute(
+        &format!(
+            "UPDATE jobs SET updated_at = {} WHERE job_key = 'merchant_order:1'",
+            pointhook::store::unix_ms_now()
+        ),
+        &[],
+    );
 
     let config = app.config_path.clone();
     let out = tokio::task::spawn_blocking(move || cli(&config, &["prune", "--older-than", "1h"]))
@@ -282,11 +291,15 @@ async fn prune_keeps_unprocessed_work_and_decisions() {
     let keys = column("SELECT job_key FROM jobs ORDER BY job_key");
     assert_eq!(
         keys,
-        ["merchant_order:3", "merchant_order:4"],
-        "done jobs go; dead and pending stay"
+        ["merchant_order:1", "merchant_order:3", "merchant_order:4"],
+        "old done jobs go; recent ones, dead and pending stay"
     );
     let kept = column("SELECT resource_id FROM deliveries ORDER BY resource_id");
-    assert_eq!(kept, ["3", "4"], "deliveries of unfinished jobs stay");
+    assert_eq!(
+        kept,
+        ["1", "3", "4"],
+        "deliveries of unfinished jobs, and those a job decides from, stay"
+    );
     assert_eq!(
         app.event_types(),
         ["order.released"],

@@ -150,11 +150,6 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE fetches ADD COLUMN seen TEXT;
     "#,
-    // 3: the jobs that decide from a delivery's body, found by an index:
-    // pruning asks it of every delivery it looks at.
-    r#"
-    CREATE INDEX jobs_input ON jobs (input_delivery_id);
-    "#,
 ];
 
 /// The schema version this build writes.

@@ -188,12 +188,6 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE fetches ADD COLUMN seen TEXT;
     "#,
-    // 7: the jobs that decide from a delivery's body, found by an index.
-    // Without it, pruning scanned every job for each delivery it looked at,
-    // and the foreign key scanned them again for each delivery deleted.
-    r#"
-    CREATE INDEX jobs_input ON jobs (input_delivery_id);
-    "#,
 ];
 
 /// The schema version this build writes.
@@ -264,45 +258,6 @@ mod tests {
             ],
             "no scan of the resource's other deliveries, no sort"
         );
-    }
-
-    /// SQLite checks a foreign key on every delete of a parent row by
-    /// looking the child column up: without an index leading with it, that
-    /// is a scan of the child table per row deleted.
-    #[test]
-    fn every_foreign_key_leads_an_index() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        migrate(&mut conn).unwrap();
-        let tables: Vec<String> = conn
-            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let mut keys = 0;
-        for table in &tables {
-            let children: Vec<String> = conn
-                .prepare("SELECT \"from\" FROM pragma_foreign_key_list(?1)")
-                .unwrap()
-                .query_map([table], |r| r.get(0))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
-            for column in children {
-                keys += 1;
-                let leading: i64 = conn
-                    .query_row(
-                        "SELECT count(*) FROM pragma_index_list(?1) l
-                         WHERE (SELECT name FROM pragma_index_info(l.name) WHERE seqno = 0) = ?2",
-                        [table, &column],
-                        |r| r.get(0),
-                    )
-                    .unwrap();
-                assert!(leading > 0, "{table}.{column} leads no index");
-            }
-        }
-        assert!(keys > 0, "the schema has foreign keys to check");
     }
 
     #[test]
