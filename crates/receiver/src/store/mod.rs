@@ -81,30 +81,21 @@ pub enum StoreError {
 /// at once, until one succeeds.
 #[derive(Debug, Default)]
 pub(crate) struct CommitHealth {
-    /// Numbers the outcomes in the order they are recorded. Clock stamps
-    /// tied when a failure came in the same millisecond as a success, and
-    /// the failure went unseen.
-    recorded: std::sync::atomic::AtomicU64,
-    last_ok: std::sync::atomic::AtomicU64,
-    last_failure: std::sync::atomic::AtomicU64,
+    /// The outcome recorded last. Comparing clock stamps of the last
+    /// success and the last failure tied when both fell in one millisecond,
+    /// and the failure went unseen.
+    last_failed: std::sync::atomic::AtomicBool,
 }
 
 impl CommitHealth {
     /// Whether the last commit recorded (if any) failed.
     pub fn failing(&self) -> bool {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.last_failure.load(Relaxed) > self.last_ok.load(Relaxed)
+        self.last_failed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn record(&self, ok: bool) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let n = self.recorded.fetch_add(1, Relaxed) + 1;
-        let slot = if ok {
-            &self.last_ok
-        } else {
-            &self.last_failure
-        };
-        slot.fetch_max(n, Relaxed);
+        self.last_failed
+            .store(!ok, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
