@@ -270,6 +270,12 @@ async fn prune_keeps_unprocessed_work_and_decisions() {
         &[],
     );
 
+    // API calls are stamped by the wall clock: made old too.
+    app.sql.execute(
+        &format!("UPDATE fetches SET at = at - {}", 30 * 86_400_000_i64),
+        &[],
+    );
+
     let config = app.config_path.clone();
     let out = tokio::task::spawn_blocking(move || cli(&config, &["prune", "--older-than", "1h"]))
         .await
@@ -304,6 +310,11 @@ async fn prune_keeps_unprocessed_work_and_decisions() {
         app.event_types(),
         ["order.released"],
         "the undelivered event stays"
+    );
+    assert_eq!(
+        column("SELECT DISTINCT resource_id FROM fetches ORDER BY resource_id"),
+        ["3"],
+        "the API calls of the dead job stay, those of finished ones go"
     );
     assert_eq!(
         app.count("SELECT count(*) FROM decisions"),

@@ -500,10 +500,15 @@ pub async fn prune_batch(c: &mut Client, cutoff: i64, batch: usize) -> Result<Pr
     // of the whole table, 20 s a batch at 200,000 deliveries. A delivery
     // goes when the job of its key is finished or gone and does not decide
     // from it (only a job of its own key names it as input): one seek.
+    // A pass that finds nothing reads only what is old: see the SQLite
+    // backend's statements for why each bound holds. A fetch's job is a
+    // scalar subquery, one seek per fetch: as `NOT EXISTS` it was planned
+    // as an anti-join reading every job, 140 ms a batch at a million.
     let jobs = tx
         .execute(
             "DELETE FROM jobs WHERE id = ANY(ARRAY(
-                 SELECT id FROM jobs WHERE state = $1 AND updated_at < $2 LIMIT $3))",
+                 SELECT id FROM jobs WHERE state = $1 AND run_at < $2 AND updated_at < $2
+                 LIMIT $3))",
             &[&JobState::Done, &cutoff, &limit],
         )
         .await? as usize;
@@ -522,7 +527,8 @@ pub async fn prune_batch(c: &mut Client, cutoff: i64, batch: usize) -> Result<Pr
     let events = tx
         .execute(
             "DELETE FROM events WHERE id = ANY(ARRAY(
-                 SELECT id FROM events WHERE state IN ($1, $2, $3) AND created_at < $4 LIMIT $5))",
+                 SELECT id FROM events WHERE state IN ($1, $2, $3)
+                   AND next_attempt_at < $4 AND created_at < $4 LIMIT $5))",
             &[
                 &EventState::Delivered,
                 &EventState::Dead,
@@ -536,7 +542,7 @@ pub async fn prune_batch(c: &mut Client, cutoff: i64, batch: usize) -> Result<Pr
         .execute(
             "DELETE FROM fetches WHERE id = ANY(ARRAY(
                  SELECT f.id FROM fetches f WHERE f.at < $1
-                   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = f.job_id AND j.state != $2)
+                   AND coalesce((SELECT j.state FROM jobs j WHERE j.id = f.job_id), $2) = $2
                  LIMIT $3))",
             &[&cutoff, &JobState::Done, &limit],
         )

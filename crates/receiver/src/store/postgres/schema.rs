@@ -150,6 +150,10 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE fetches ADD COLUMN seen TEXT;
     "#,
+    // 3: pruning finds old fetches by their time (as SQLite's 7).
+    r#"
+    CREATE INDEX fetches_at ON fetches (at);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -188,6 +188,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE fetches ADD COLUMN seen TEXT;
     "#,
+    // 7: pruning finds old fetches by their time. Fetches are written in
+    // time order, so an entry is appended, one page per commit.
+    r#"
+    CREATE INDEX fetches_at ON fetches (at);
+    "#,
 ];
 
 /// The schema version this build writes.
