@@ -548,7 +548,7 @@ impl Store {
         on!(self, b => b.get_order(account, order).await)
     }
 
-    /// Newest first.
+    /// Newest first, in the order recorded.
     pub async fn list_events(
         &self,
         event_type: Option<String>,

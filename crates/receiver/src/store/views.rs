@@ -8,6 +8,15 @@ use serde_json::Value;
 pub const DEFAULT_LIMIT: usize = 50;
 pub const MAX_LIMIT: usize = 500;
 
+/// The states a job listing shows, in its order: dead first, then running,
+/// pending and done. Each is read on its own, newest first, so a listing
+/// reads one state's rows (by the runnable index) and the many done jobs
+/// only as far as the limit.
+pub(crate) fn job_listing(state: Option<crate::domain::JobState>) -> Vec<crate::domain::JobState> {
+    use crate::domain::JobState::*;
+    state.map_or_else(|| vec![Dead, Running, Pending, Done], |s| vec![s])
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct DeliveryFilter {
     pub account: Option<String>,

@@ -142,28 +142,36 @@ fn job_summary(r: &Row) -> Result<JobSummary, StoreError> {
     })
 }
 
+/// As SQLite's: one state at a time, done jobs by the runnable index.
 pub async fn list_jobs(
     c: &Client,
     state: Option<JobState>,
     limit: usize,
 ) -> Result<Vec<JobSummary>, StoreError> {
-    let order = format!(
-        "CASE state WHEN {} THEN 0 WHEN {} THEN 1 WHEN {} THEN 2 ELSE 3 END",
-        JobState::Dead as i16,
-        JobState::Running as i16,
-        JobState::Pending as i16
-    );
-    c.query(
-        &format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE ($1::smallint IS NULL OR state = $1)
-             ORDER BY {order}, updated_at DESC LIMIT $2"
-        ),
-        &[&state, &clamp(limit)],
-    )
-    .await?
-    .iter()
-    .map(job_summary)
-    .collect()
+    let limit = clamp(limit);
+    let mut jobs = Vec::new();
+    for state in job_listing(state) {
+        let left = limit - jobs.len() as i64;
+        if left <= 0 {
+            break;
+        }
+        let order = match state {
+            JobState::Done => "run_at DESC, id DESC",
+            _ => "updated_at DESC, id DESC",
+        };
+        let rows = c
+            .query(
+                &format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs WHERE state = $1 ORDER BY {order} LIMIT $2"
+                ),
+                &[&state, &left],
+            )
+            .await?;
+        for row in &rows {
+            jobs.push(job_summary(row)?);
+        }
+    }
+    Ok(jobs)
 }
 
 pub async fn job_by_key(
@@ -280,6 +288,7 @@ fn event_summary(r: &Row) -> Result<EventSummary, StoreError> {
     })
 }
 
+/// Newest first, in the order recorded (`seq`, indexed).
 pub async fn list_events(
     c: &Client,
     event_type: Option<&str>,
@@ -290,7 +299,7 @@ pub async fn list_events(
         &format!(
             "SELECT {EVENT_COLUMNS} FROM events
              WHERE ($1::text IS NULL OR type = $1) AND ($2::smallint IS NULL OR state = $2)
-             ORDER BY created_at DESC, seq DESC LIMIT $3"
+             ORDER BY seq DESC LIMIT $3"
         ),
         &[&event_type, &state, &clamp(limit)],
     )

@@ -142,19 +142,33 @@ fn job_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobSummary> {
     })
 }
 
-/// Dead first, then running, pending and done; newest first within each.
+/// Dead first, then running, pending and done; newest first within each
+/// (see `job_listing`). A done job's `run_at` is when it finished, so the
+/// runnable index gives done jobs in that order without a sort.
 pub(super) fn list_jobs(
     conn: &Connection,
     state: Option<JobState>,
     limit: usize,
 ) -> rusqlite::Result<Vec<JobSummary>> {
-    conn.prepare_cached(&format!(
-        "SELECT {JOB_COLUMNS} FROM jobs WHERE (?1 IS NULL OR state = ?1)
-         ORDER BY CASE state WHEN 3 THEN 0 WHEN 1 THEN 1 WHEN 0 THEN 2 ELSE 3 END, updated_at DESC
-         LIMIT ?2"
-    ))?
-    .query_map(params![state, clamp(limit)], job_summary)?
-    .collect()
+    let limit = clamp(limit);
+    let mut jobs = Vec::new();
+    for state in job_listing(state) {
+        let left = limit - jobs.len() as i64;
+        if left <= 0 {
+            break;
+        }
+        let order = match state {
+            JobState::Done => "run_at DESC, id DESC",
+            _ => "updated_at DESC, id DESC",
+        };
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE state = ?1 ORDER BY {order} LIMIT ?2"
+        ))?;
+        for job in stmt.query_map(params![state, left], job_summary)? {
+            jobs.push(job?);
+        }
+    }
+    Ok(jobs)
 }
 
 pub(super) fn get_job(conn: &Connection, id: i64) -> rusqlite::Result<Option<JobDetail>> {
@@ -268,17 +282,24 @@ fn event_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventSummary> {
     })
 }
 
-/// Newest first.
+/// Newest first, in the order recorded (the rowid's). Without a state,
+/// the rowid read backwards stops at `limit`; with one, the state's rows
+/// come from the due index and only they are sorted (read backwards, a
+/// rare state such as pending meant passing every delivered event).
 pub(super) fn list_events(
     conn: &Connection,
     event_type: Option<&str>,
     state: Option<EventState>,
     limit: usize,
 ) -> rusqlite::Result<Vec<EventSummary>> {
+    let (source, state_is) = match state {
+        Some(_) => ("events INDEXED BY events_due", "state = ?2"),
+        None => ("events", "?2 IS NULL"),
+    };
     conn.prepare_cached(&format!(
-        "SELECT {EVENT_COLUMNS} FROM events
-         WHERE (?1 IS NULL OR type = ?1) AND (?2 IS NULL OR state = ?2)
-         ORDER BY created_at DESC, rowid DESC LIMIT ?3"
+        "SELECT {EVENT_COLUMNS} FROM {source}
+         WHERE (?1 IS NULL OR type = ?1) AND {state_is}
+         ORDER BY rowid DESC LIMIT ?3"
     ))?
     .query_map(params![event_type, state, clamp(limit)], event_summary)?
     .collect()
@@ -454,4 +475,71 @@ pub(super) fn health(conn: &Connection) -> rusqlite::Result<Health> {
         last_delivered_at,
         merchant_failing,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    /// How many thousands of SQLite's instructions `f` takes on `conn`.
+    fn work<T>(conn: &Connection, f: impl FnOnce(&Connection) -> T) -> u64 {
+        let n = Arc::new(AtomicU64::new(0));
+        let counter = n.clone();
+        conn.progress_handler(
+            1000,
+            Some(move || {
+                counter.fetch_add(1, Ordering::Relaxed);
+                false
+            }),
+        );
+        f(conn);
+        conn.progress_handler(1000, None::<fn() -> bool>);
+        n.load(Ordering::Relaxed)
+    }
+
+    /// With 20,000 done jobs and delivered events, the status page's and
+    /// the admin API's listings read what they show, not the tables: read
+    /// and sorted whole, each takes hundreds of thousands of instructions.
+    #[test]
+    fn listings_read_what_they_show() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = super::super::open_connection(&dir.path().join("l.db")).unwrap();
+        super::super::migrations::migrate(&mut conn).unwrap();
+        let (done, dead) = (JobState::Done as i64, JobState::Dead as i64);
+        let (delivered, pending) = (EventState::Delivered as i64, EventState::Pending as i64);
+        conn.execute_batch(&format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+             INSERT INTO jobs (account, job_key, kind, resource_id, state, run_at,
+                               created_at, updated_at)
+                 SELECT 'a', 'k' || i, 1, i, CASE WHEN i % 2000 = 0 THEN {dead} ELSE {done} END,
+                        i, i, i FROM n;
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+             INSERT INTO events (id, account, type, subject, body, created_at, state,
+                                 next_attempt_at)
+                 SELECT 'evt_' || i, 'a', 't', 's', '{{}}', i,
+                        CASE WHEN i % 2000 = 0 THEN {pending} ELSE {delivered} END, i FROM n;"
+        ))
+        .unwrap();
+
+        let mut jobs = Vec::new();
+        assert!(work(&conn, |c| jobs = list_jobs(c, None, 20).unwrap()) < 20);
+        let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+        let mut expected: Vec<i64> = (1..=10).rev().map(|i| i * 2000).collect();
+        expected.extend((19_980..20_000).rev().filter(|i| i % 2000 != 0).take(10));
+        assert_eq!(ids, expected, "dead first, then done, newest first in each");
+        assert!(work(&conn, |c| list_jobs(c, Some(JobState::Dead), 5).unwrap()) < 20);
+
+        let mut events = Vec::new();
+        assert!(work(&conn, |c| events = list_events(c, None, None, 3).unwrap()) < 20);
+        let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["evt_20000", "evt_19999", "evt_19998"]);
+        let pending_only = work(&conn, |c| {
+            events = list_events(c, None, Some(EventState::Pending), 50).unwrap()
+        });
+        assert!(pending_only < 20, "{pending_only}");
+        assert_eq!(events.len(), 10);
+    }
 }
