@@ -504,12 +504,25 @@ impl Store {
     }
 
     /// Dead first, then running, pending and done; newest first within each.
+    /// One state at a time, so a listing reads only what it shows: the few
+    /// unfinished jobs, and the many done ones only as far as the limit.
     pub async fn list_jobs(
         &self,
         state: Option<JobState>,
         limit: usize,
     ) -> Result<Vec<JobSummary>, StoreError> {
-        on!(self, b => b.list_jobs(state, limit).await)
+        use JobState::*;
+        let states = state.map_or_else(|| vec![Dead, Running, Pending, Done], |s| vec![s]);
+        let limit = views::clamp(limit);
+        let mut jobs = Vec::new();
+        for state in states {
+            let left = limit - jobs.len() as i64;
+            if left <= 0 {
+                break;
+            }
+            jobs.extend(on!(self, b => b.list_jobs_in(state, left).await)?);
+        }
+        Ok(jobs)
     }
 
     pub async fn get_job(&self, id: i64) -> Result<Option<JobDetail>, StoreError> {

@@ -8,13 +8,13 @@ use serde_json::Value;
 pub const DEFAULT_LIMIT: usize = 50;
 pub const MAX_LIMIT: usize = 500;
 
-/// The states a job listing shows, in its order: dead first, then running,
-/// pending and done. Each is read on its own, newest first, so a listing
-/// reads one state's rows (by the runnable index) and the many done jobs
-/// only as far as the limit.
-pub(crate) fn job_listing(state: Option<crate::domain::JobState>) -> Vec<crate::domain::JobState> {
-    use crate::domain::JobState::*;
-    state.map_or_else(|| vec![Dead, Running, Pending, Done], |s| vec![s])
+/// A listing's limit as asked (0: the default), capped.
+pub(crate) fn clamp(limit: usize) -> i64 {
+    if limit == 0 {
+        DEFAULT_LIMIT as i64
+    } else {
+        limit.min(MAX_LIMIT) as i64
+    }
 }
 
 #[derive(Debug, Clone, Default)]

@@ -460,12 +460,12 @@ impl PgStore {
         reads::get_delivery(&self.client().await?, id).await
     }
 
-    pub async fn list_jobs(
+    pub async fn list_jobs_in(
         &self,
-        state: Option<JobState>,
-        limit: usize,
+        state: JobState,
+        limit: i64,
     ) -> Result<Vec<JobSummary>, StoreError> {
-        reads::list_jobs(&self.client().await?, state, limit).await
+        reads::list_jobs_in(&self.client().await?, state, limit).await
     }
 
     pub async fn get_job(&self, id: i64) -> Result<Option<JobDetail>, StoreError> {

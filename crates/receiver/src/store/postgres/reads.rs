@@ -15,14 +15,6 @@ fn ts(ms: Option<i64>) -> Option<String> {
     ms.map(rfc3339)
 }
 
-fn clamp(limit: usize) -> i64 {
-    if limit == 0 {
-        DEFAULT_LIMIT as i64
-    } else {
-        limit.min(MAX_LIMIT) as i64
-    }
-}
-
 const DELIVERY_COLUMNS: &str =
     "id, received_at, account, kind, topic, resource_id, duplicate_of, signature, job_key";
 
@@ -142,36 +134,25 @@ fn job_summary(r: &Row) -> Result<JobSummary, StoreError> {
     })
 }
 
-/// As SQLite's: one state at a time, done jobs by the runnable index.
-pub async fn list_jobs(
+/// The newest `limit` jobs in `state`; done ones by the runnable index, as
+/// on SQLite.
+pub async fn list_jobs_in(
     c: &Client,
-    state: Option<JobState>,
-    limit: usize,
+    state: JobState,
+    limit: i64,
 ) -> Result<Vec<JobSummary>, StoreError> {
-    let limit = clamp(limit);
-    let mut jobs = Vec::new();
-    for state in job_listing(state) {
-        let left = limit - jobs.len() as i64;
-        if left <= 0 {
-            break;
-        }
-        let order = match state {
-            JobState::Done => "run_at DESC, id DESC",
-            _ => "updated_at DESC, id DESC",
-        };
-        let rows = c
-            .query(
-                &format!(
-                    "SELECT {JOB_COLUMNS} FROM jobs WHERE state = $1 ORDER BY {order} LIMIT $2"
-                ),
-                &[&state, &left],
-            )
-            .await?;
-        for row in &rows {
-            jobs.push(job_summary(row)?);
-        }
-    }
-    Ok(jobs)
+    let order = match state {
+        JobState::Done => "run_at DESC, id DESC",
+        _ => "updated_at DESC, id DESC",
+    };
+    c.query(
+        &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = $1 ORDER BY {order} LIMIT $2"),
+        &[&state, &limit],
+    )
+    .await?
+    .iter()
+    .map(job_summary)
+    .collect()
 }
 
 pub async fn job_by_key(

@@ -142,33 +142,23 @@ fn job_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobSummary> {
     })
 }
 
-/// Dead first, then running, pending and done; newest first within each
-/// (see `job_listing`). A done job's `run_at` is when it finished, so the
-/// runnable index gives done jobs in that order without a sort.
-pub(super) fn list_jobs(
+/// The newest `limit` jobs in `state`. A done job's `run_at` is when it
+/// finished, so the runnable index gives done jobs in that order, read
+/// only as far as the limit.
+pub(super) fn list_jobs_in(
     conn: &Connection,
-    state: Option<JobState>,
-    limit: usize,
+    state: JobState,
+    limit: i64,
 ) -> rusqlite::Result<Vec<JobSummary>> {
-    let limit = clamp(limit);
-    let mut jobs = Vec::new();
-    for state in job_listing(state) {
-        let left = limit - jobs.len() as i64;
-        if left <= 0 {
-            break;
-        }
-        let order = match state {
-            JobState::Done => "run_at DESC, id DESC",
-            _ => "updated_at DESC, id DESC",
-        };
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE state = ?1 ORDER BY {order} LIMIT ?2"
-        ))?;
-        for job in stmt.query_map(params![state, left], job_summary)? {
-            jobs.push(job?);
-        }
-    }
-    Ok(jobs)
+    let order = match state {
+        JobState::Done => "run_at DESC, id DESC",
+        _ => "updated_at DESC, id DESC",
+    };
+    conn.prepare_cached(&format!(
+        "SELECT {JOB_COLUMNS} FROM jobs WHERE state = ?1 ORDER BY {order} LIMIT ?2"
+    ))?
+    .query_map(params![state, limit], job_summary)?
+    .collect()
 }
 
 pub(super) fn get_job(conn: &Connection, id: i64) -> rusqlite::Result<Option<JobDetail>> {
@@ -417,14 +407,6 @@ pub(super) fn get_order(
     }))
 }
 
-fn clamp(limit: usize) -> i64 {
-    if limit == 0 {
-        DEFAULT_LIMIT as i64
-    } else {
-        limit.min(MAX_LIMIT) as i64
-    }
-}
-
 pub(super) fn metrics_snapshot(conn: &Connection, now: i64) -> rusqlite::Result<MetricsSnapshot> {
     let mut jobs: Vec<(&'static str, i64)> = [
         JobState::Pending,
@@ -525,12 +507,24 @@ mod tests {
         .unwrap();
 
         let mut jobs = Vec::new();
-        assert!(work(&conn, |c| jobs = list_jobs(c, None, 20).unwrap()) < 20);
+        assert!(
+            work(&conn, |c| jobs =
+                list_jobs_in(c, JobState::Dead, 5).unwrap())
+                < 20
+        );
         let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
-        let mut expected: Vec<i64> = (1..=10).rev().map(|i| i * 2000).collect();
-        expected.extend((19_980..20_000).rev().filter(|i| i % 2000 != 0).take(10));
-        assert_eq!(ids, expected, "dead first, then done, newest first in each");
-        assert!(work(&conn, |c| list_jobs(c, Some(JobState::Dead), 5).unwrap()) < 20);
+        assert_eq!(
+            ids,
+            [20_000, 18_000, 16_000, 14_000, 12_000],
+            "newest first"
+        );
+        assert!(
+            work(&conn, |c| jobs =
+                list_jobs_in(c, JobState::Done, 3).unwrap())
+                < 20
+        );
+        let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+        assert_eq!(ids, [19_999, 19_998, 19_997], "newest first");
 
         let mut events = Vec::new();
         assert!(work(&conn, |c| events = list_events(c, None, None, 3).unwrap()) < 20);

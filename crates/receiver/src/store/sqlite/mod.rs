@@ -317,12 +317,13 @@ impl SqliteStore {
         self.read(move |c| admin::get_delivery(c, id)).await
     }
 
-    pub async fn list_jobs(
+    pub async fn list_jobs_in(
         &self,
-        state: Option<JobState>,
-        limit: usize,
+        state: JobState,
+        limit: i64,
     ) -> Result<Vec<JobSummary>, StoreError> {
-        self.read(move |c| admin::list_jobs(c, state, limit)).await
+        self.read(move |c| admin::list_jobs_in(c, state, limit))
+            .await
     }
 
     pub async fn get_job(&self, id: i64) -> Result<Option<JobDetail>, StoreError> {
