@@ -284,6 +284,7 @@ pub(super) fn list_events(
 ) -> rusqlite::Result<Vec<EventSummary>> {
     let (source, state_is) = match state {
         Some(_) => ("events INDEXED BY events_due", "state = ?2"),
+        // ?2 (no state) is still bound, so the statement keeps its three.
         None => ("events", "?2 IS NULL"),
     };
     conn.prepare_cached(&format!(
@@ -467,7 +468,7 @@ mod tests {
     use super::*;
 
     /// How many thousands of SQLite's instructions `f` takes on `conn`.
-    fn work<T>(conn: &Connection, f: impl FnOnce(&Connection) -> T) -> u64 {
+    fn work(conn: &Connection, f: impl FnOnce(&Connection)) -> u64 {
         let n = Arc::new(AtomicU64::new(0));
         let counter = n.clone();
         conn.progress_handler(
