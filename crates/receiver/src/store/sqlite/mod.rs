@@ -23,6 +23,7 @@ mod migrations;
 mod reconcile;
 mod reviews;
 mod sql_enum;
+mod wal_gather;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -539,11 +540,16 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
         target: path.display().to_string(),
         message: e.to_string(),
     };
-    let conn = Connection::open_with_flags(
+    let vfs = wal_gather::name().map_err(|message| StoreError::Open {
+        target: path.display().to_string(),
+        message,
+    })?;
+    let conn = Connection::open_with_flags_and_vfs(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        vfs,
     )
     .map_err(open_err)?;
     conn.pragma_update(None, "journal_mode", "wal")
