@@ -321,14 +321,37 @@ impl Ingest {
 }
 
 fn kept_headers(headers: &HeaderMap) -> String {
-    let mut map = serde_json::Map::new();
-    for name in KEPT_HEADERS {
-        if let Some(v) = headers.get(*name) {
-            map.insert(
-                (*name).to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned().into(),
-            );
-        }
+    // Borrowed and written straight out: building a JSON value first and
+    // printing it through `Display` cost 4 % of the runtime threads' time
+    // on the ack path. Sorted by name, as before.
+    let kept: std::collections::BTreeMap<&str, std::borrow::Cow<'_, str>> = KEPT_HEADERS
+        .iter()
+        .filter_map(|name| {
+            let value = headers.get(*name)?;
+            Some((*name, String::from_utf8_lossy(value.as_bytes())))
+        })
+        .collect();
+    serde_json::to_string(&kept).unwrap_or_else(|_| "{}".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use http::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn kept_headers_are_the_listed_ones_sorted_escaped_and_lossy() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-request-id", HeaderValue::from_static("r\"1\\"));
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
+        headers.insert("authorization", HeaderValue::from_static("Bearer secret"));
+        headers.insert(
+            "user-agent",
+            HeaderValue::from_bytes(b"feed \xff\tv").unwrap(),
+        );
+        assert_eq!(
+            super::kept_headers(&headers),
+            r#"{"content-type":"application/json","user-agent":"feed �\tv","x-request-id":"r\"1\\"}"#
+        );
+        assert_eq!(super::kept_headers(&HeaderMap::new()), "{}");
     }
-    serde_json::Value::Object(map).to_string()
 }
