@@ -12,12 +12,16 @@
 //!
 //! What reaches the disk, and in which order, is unchanged: the frames are
 //! in the file before the commit's sync (`synchronous=FULL`), and before
-//! SQLite publishes the commit in the WAL index whatever the setting, as the
-//! gathered run ends with the commit frame's page. Every other file (the
-//! database, its shared-memory index) is the platform VFS's own object,
-//! untouched. The format facts used (a frame header is 24 bytes; bytes 4..8
-//! of a commit frame's header hold the database size, 0 in any other frame)
-//! are from SQLite's documented file format.
+//! SQLite publishes the commit in the WAL index whatever the setting, as a
+//! commit frame's page ends the run. A commit frame's header that does not
+//! continue a run (SQLite rewrites headers in place to mend checksums, the
+//! commit's last, with no page after it) is written at once, and nothing is
+//! gathered on a WAL that SQLite pads to sectors (a device without
+//! power-safe overwrite), where it splits a frame around a sync. Every
+//! other file (the database, its shared-memory index) is the platform VFS's
+//! own object, untouched. The format facts used (a frame header is 24
+//! bytes; bytes 4..8 of a commit frame's header hold the database size, 0
+//! in any other frame) are from SQLite's documented file format.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr;
@@ -81,8 +85,12 @@ struct Gather {
     pending: Vec<u8>,
     /// Where `pending` goes in the file.
     start: i64,
-    /// The last write was a commit frame's header: its page ends the run.
-    commit_next: bool,
+    /// Where the page of the commit frame just written starts: it ends the
+    /// run, so the commit is in the file before SQLite publishes it.
+    commit_page_at: Option<i64>,
+    /// Off when SQLite pads the WAL to sectors (no power-safe overwrite):
+    /// it then splits a frame around a sync and publishes the rest.
+    gather: bool,
 }
 
 /// Where the platform's file object starts (kept 8-aligned, as SQLite's).
@@ -120,6 +128,14 @@ unsafe extern "C" fn x_open(
             (*file).pMethods = ptr::null();
             return rc;
         }
+        // SQLite pads when the database file lacks power-safe overwrite:
+        // the build's default, or the database URI's `psow`, which the WAL
+        // file's name carries too.
+        let default = (*(*inner).pMethods)
+            .xDeviceCharacteristics
+            .map_or(0, |f| f(inner))
+            & ffi::SQLITE_IOCAP_POWERSAFE_OVERWRITE;
+        let psow = ffi::sqlite3_uri_boolean(name, c"psow".as_ptr(), c_int::from(default != 0));
         ptr::write(
             file.cast::<Gather>(),
             Gather {
@@ -127,7 +143,8 @@ unsafe extern "C" fn x_open(
                 inner,
                 pending: Vec::new(),
                 start: 0,
-                commit_next: false,
+                commit_page_at: None,
+                gather: psow != 0,
             },
         );
         ffi::SQLITE_OK
@@ -183,7 +200,7 @@ unsafe fn flush(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: per the contract.
     unsafe {
         let (g, inner, m) = parts(file);
-        g.commit_next = false;
+        g.commit_page_at = None;
         if g.pending.is_empty() {
             return ffi::SQLITE_OK;
         }
@@ -214,35 +231,50 @@ unsafe extern "C" fn x_write(
         if len == 0 {
             return ffi::SQLITE_OK;
         }
+        let bytes = std::slice::from_raw_parts(data.cast::<u8>(), len);
         let (g, inner, m) = parts(file);
-        let follows = g.start.checked_add(g.pending.len() as i64) == Some(offset);
+        let follows =
+            !g.pending.is_empty() && g.start.checked_add(g.pending.len() as i64) == Some(offset);
+        let commit_page = g.commit_page_at.take() == Some(offset);
+        let commit_header = len == FRAME_HEADER && bytes[4..8] != [0; 4];
         if !g.pending.is_empty() && (!follows || g.pending.len() + len > MAX_GATHER) {
             let rc = flush(file);
             if rc != ffi::SQLITE_OK {
                 return rc;
             }
         }
+        // A commit header's page comes next, unless this is a rewrite.
+        let page_at = if commit_header {
+            offset.checked_add(FRAME_HEADER as i64)
+        } else {
+            None
+        };
         let (g, ..) = parts(file);
-        if len > MAX_GATHER || g.pending.try_reserve(len).is_err() {
-            // Written as it comes, after what is gathered: nothing waits.
+        // Written at once, after the run: everything when gathering is off;
+        // a commit frame's header that does not continue a run (SQLite
+        // rewrites headers in place to mend checksums, the commit's last,
+        // and no page follows it); what does not fit.
+        let alone = !g.gather || (commit_header && !follows) || len > MAX_GATHER;
+        if alone || g.pending.try_reserve(len).is_err() {
             let rc = flush(file);
             if rc != ffi::SQLITE_OK {
                 return rc;
             }
-            return match m.xWrite {
+            let rc = match m.xWrite {
                 Some(write) => write(inner, data, amount, offset),
                 None => ffi::SQLITE_IOERR_WRITE,
             };
+            parts(file).0.commit_page_at = page_at;
+            return rc;
         }
         if g.pending.is_empty() {
             g.start = offset;
         }
-        let bytes = std::slice::from_raw_parts(data.cast::<u8>(), len);
         g.pending.extend_from_slice(bytes);
-        if g.commit_next {
+        if commit_page {
             return flush(file);
         }
-        g.commit_next = len == FRAME_HEADER && bytes[4..8] != [0; 4];
+        g.commit_page_at = page_at;
         ffi::SQLITE_OK
     }
 }
@@ -457,5 +489,71 @@ mod tests {
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();
         assert_eq!(check, "ok");
+    }
+
+    /// A page written twice in one transaction (spilled, then changed)
+    /// makes SQLite rewrite the frame headers after the commit frame, the
+    /// commit's header last, with no page after it. Without a sync at
+    /// commit, that header must still be in the file: a crash copy of the
+    /// database and its WAL recovers the commit.
+    #[test]
+    fn a_commit_whose_checksums_were_mended_survives_a_crash_without_a_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mended.db");
+        let conn = open(&path, true);
+        conn.pragma_update(None, "synchronous", "normal").unwrap();
+        conn.pragma_update(None, "cache_size", 10).unwrap();
+        conn.execute_batch("BEGIN").unwrap();
+        for k in 0..300i64 {
+            conn.execute("INSERT INTO t (k, v) VALUES (?1, randomblob(1000))", [k])
+                .unwrap();
+        }
+        conn.execute("UPDATE t SET v = randomblob(900)", [])
+            .unwrap();
+        conn.execute_batch("COMMIT").unwrap();
+
+        // The files as a crash would leave them: the writer is still open.
+        let crashed = dir.path().join("crashed");
+        std::fs::create_dir(&crashed).unwrap();
+        for suffix in ["", "-wal"] {
+            let name = format!("mended.db{suffix}");
+            std::fs::copy(dir.path().join(&name), crashed.join(&name)).unwrap();
+        }
+        let recovered = open(&crashed.join("mended.db"), false);
+        let n: i64 = recovered
+            .query_row("SELECT count(*) FROM t WHERE length(v) = 900", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(n, 300);
+        drop(conn);
+    }
+
+    /// Without power-safe overwrite SQLite pads each commit to a sector,
+    /// splitting a frame around a sync and publishing what follows it
+    /// unsynced: nothing is gathered there.
+    #[test]
+    fn a_wal_padded_to_sectors_is_written_as_it_comes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("padded.db");
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_URI;
+        let uri = format!("file:{}?psow=0", path.display());
+        let conn =
+            Connection::open_with_flags_and_vfs(&uri, flags, super::name().unwrap()).unwrap();
+        conn.pragma_update(None, "journal_mode", "wal").unwrap();
+        conn.pragma_update(None, "synchronous", "full").unwrap();
+        conn.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB NOT NULL)")
+            .unwrap();
+        let other = open(&path, false);
+        for k in 0..50i64 {
+            conn.execute("INSERT INTO t (k, v) VALUES (?1, randomblob(700))", [k])
+                .unwrap();
+            let n: i64 = other
+                .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, k + 1);
+        }
     }
 }
