@@ -383,6 +383,27 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
 mod tests {
     use rusqlite::{Connection, OpenFlags};
 
+    fn assert_intact(conn: &Connection) {
+        let check: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+    }
+
+    /// Fifty commits through `conn`, each read whole by `other` at once.
+    fn each_commit_is_seen(conn: &Connection, other: &Connection) {
+        for k in 0..50i64 {
+            conn.execute("INSERT INTO t (k, v) VALUES (?1, randomblob(700))", [k])
+                .unwrap();
+            let (n, sum): (i64, i64) = other
+                .query_row("SELECT count(*), sum(k) FROM t", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .unwrap();
+            assert_eq!((n, sum), (k + 1, k * (k + 1) / 2));
+        }
+    }
+
     /// Write system calls made so far by this thread.
     #[cfg(target_os = "linux")]
     fn writes_so_far() -> u64 {
@@ -459,17 +480,11 @@ mod tests {
             })
             .unwrap();
         assert_eq!((n, small), (1100, 158));
-        let check: String = other
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(check, "ok");
+        assert_intact(&other);
         drop(conn);
         drop(other);
         let reopened = open(&path, true);
-        let check: String = reopened
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(check, "ok");
+        assert_intact(&reopened);
     }
 
     /// Without a sync at commit, nothing else would write the gathered
@@ -482,20 +497,8 @@ mod tests {
         let conn = open(&path, true);
         conn.pragma_update(None, "synchronous", "off").unwrap();
         let other = open(&path, false);
-        for k in 0..50i64 {
-            conn.execute("INSERT INTO t (k, v) VALUES (?1, randomblob(500))", [k])
-                .unwrap();
-            let (n, sum): (i64, i64) = other
-                .query_row("SELECT count(*), sum(k) FROM t", [], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .unwrap();
-            assert_eq!((n, sum), (k + 1, k * (k + 1) / 2));
-        }
-        let check: String = other
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(check, "ok");
+        each_commit_is_seen(&conn, &other);
+        assert_intact(&other);
     }
 
     /// A page written twice in one transaction (spilled, then changed)
@@ -554,13 +557,7 @@ mod tests {
         conn.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB NOT NULL)")
             .unwrap();
         let other = open(&path, false);
-        for k in 0..50i64 {
-            conn.execute("INSERT INTO t (k, v) VALUES (?1, randomblob(700))", [k])
-                .unwrap();
-            let n: i64 = other
-                .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-                .unwrap();
-            assert_eq!(n, k + 1);
-        }
+        each_commit_is_seen(&conn, &other);
+        assert_intact(&other);
     }
 }
