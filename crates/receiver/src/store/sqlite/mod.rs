@@ -536,14 +536,12 @@ fn take_ownership(path: &Path) -> Result<std::fs::File, StoreError> {
 
 /// Opens a connection with the settings every connection needs.
 fn open_connection(path: &Path) -> Result<Connection, StoreError> {
-    let open_err = |e: rusqlite::Error| StoreError::Open {
-        target: path.display().to_string(),
-        message: e.to_string(),
-    };
-    let vfs = wal_gather::name().map_err(|message| StoreError::Open {
+    let open_failed = |message: String| StoreError::Open {
         target: path.display().to_string(),
         message,
-    })?;
+    };
+    let open_err = |e: rusqlite::Error| open_failed(e.to_string());
+    let vfs = wal_gather::name().map_err(open_failed)?;
     let conn = Connection::open_with_flags_and_vfs(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
