@@ -34,6 +34,15 @@ POINTHOOK_WORKER_ENABLED=false POINTHOOK_STORAGE_PATH="$dir/bench.db" \
   "$bin/pointhook" serve --config sample-config.toml >"$dir/pointhook.log" 2>&1 &
 pids+=($!); pointhook=$!
 sleep 1.5
+# A server that could not bind (a port already taken) has exited: the load
+# would then measure whatever holds the port.
+for name in noop anchor pointhook; do
+  kill -0 "${!name}" 2>/dev/null || {
+    echo "ack-ratio: the $name server exited at start (is a port of 8097-8099 taken?):" >&2
+    head -n 3 "$dir/$name.log" >&2
+    exit 2
+  }
+done
 
 # Prints "requests/s cpu-us-per-request" for one server.
 measure() {
