@@ -567,6 +567,107 @@ async fn the_duplicate_check_seeks_its_index_on_a_new_database() {
     assert!(!plan.contains("Sort"), "{plan}");
 }
 
+/// On PostgreSQL a job or an event queued by one instance wakes the
+/// workers and outboxes of the others at once, and the notification is
+/// sent by the instance's listener after the commit, not from inside the
+/// data's transaction (where it would serialize the commits of every
+/// instance behind the database's notification lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_instances_are_woken_by_the_listener_after_the_commit() {
+    use futures_util::StreamExt;
+    use std::time::Duration;
+    use tokio_postgres::{AsyncMessage, NoTls};
+
+    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+        return;
+    };
+    let location = Location::Postgres(pg.url.clone());
+    let (a, b) = (
+        Store::open(&location).await.unwrap(),
+        Store::open(&location).await.unwrap(),
+    );
+    // A connection of the test's own hears whatever is sent.
+    let (watch, mut connection) = tokio_postgres::connect(&pg.url, NoTls).await.unwrap();
+    let (heard_tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(m)) = messages.next().await {
+            if let AsyncMessage::Notification(n) = m {
+                let _ = heard_tx.send((n.channel().to_string(), n.process_id()));
+            }
+        }
+    });
+    watch
+        .batch_execute("LISTEN pointhook_jobs; LISTEN pointhook_events")
+        .await
+        .unwrap();
+    // Both listeners are set up (their last set-up statement is done).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let listeners: Vec<i32> = loop {
+        let rows = watch
+            .query(
+                "SELECT pid FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name = 'pointhook (listener)'
+                   AND state = 'idle' AND query = 'SELECT pg_backend_pid()'",
+                &[],
+            )
+            .await
+            .unwrap();
+        if rows.len() == 2 {
+            break rows.iter().map(|r| r.get(0)).collect();
+        }
+        assert!(std::time::Instant::now() < deadline, "listeners not ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let wait = Duration::from_secs(5);
+    let mut sender_of = async |channel: &str| loop {
+        let (c, pid) = tokio::time::timeout(wait, heard.recv())
+            .await
+            .unwrap_or_else(|_| panic!("nothing sent on {channel}"))
+            .unwrap();
+        if c == channel {
+            return pid;
+        }
+    };
+
+    a.ingest(delivery(&order_work("31"), "x")).await.unwrap();
+    tokio::time::timeout(wait, b.job_ready())
+        .await
+        .expect("the other instance's worker is woken");
+    let pid = sender_of("pointhook_jobs").await;
+    assert!(
+        listeners.contains(&pid),
+        "sent by {pid}, not a listener {listeners:?}"
+    );
+
+    let job = a
+        .lease_jobs(unix_ms_now(), 60_000, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    let done = a
+        .finish_job(
+            job,
+            JobOutcome::Done(release("31", "released")),
+            Vec::new(),
+            unix_ms_now(),
+            true,
+        )
+        .await
+        .unwrap();
+    finish_ids(&done, 1);
+    tokio::time::timeout(wait, b.event_ready())
+        .await
+        .expect("the other instance's outbox is woken");
+    let pid = sender_of("pointhook_events").await;
+    assert!(
+        listeners.contains(&pid),
+        "sent by {pid}, not a listener {listeners:?}"
+    );
+    a.close().await;
+    b.close().await;
+}
+
 /// One sweeper per deployment: on PostgreSQL the lead goes to one store at
 /// a time, and back when it is released or its holder goes away.
 #[tokio::test]

@@ -6,8 +6,9 @@
 //!   default `synchronous_commit`, durable).
 //! - Jobs and events are leased with `FOR UPDATE SKIP LOCKED`, fenced by
 //!   their attempt count (`work.rs`).
-//! - `LISTEN/NOTIFY` wakes the workers and outboxes of every instance
-//!   (`listen.rs`); polling stays behind it.
+//! - `LISTEN/NOTIFY` wakes the workers and outboxes of every instance,
+//!   sent after the commit, never inside it (`listen.rs`); polling stays
+//!   behind it.
 //! - Once-per-cluster work (pruning, the reconciliation sweeper) takes an
 //!   advisory lock.
 //! - Migrations are applied once, under an advisory lock (`schema.rs`).
@@ -42,8 +43,10 @@ use super::views::{
 use super::{CommitHealth, StoreError};
 use crate::clock::unix_ms_now;
 use crate::domain::{Effects, EventState, JobState, Review};
+use listen::{Broadcast, Channel};
 use work::IngestParams;
 
+pub use listen::Wakers;
 pub use reconcile::Leader;
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -94,6 +97,9 @@ pub struct PgStore {
     description: String,
     ingest: Option<mpsc::Sender<IngestOp>>,
     health: Arc<CommitHealth>,
+    /// What the listener sends the other instances; none in a client,
+    /// which sends at once.
+    broadcast: Option<Arc<Broadcast>>,
     stop: CancellationToken,
     #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
     fail_commits: Arc<AtomicBool>,
@@ -102,12 +108,6 @@ pub struct PgStore {
 struct IngestOp {
     delivery: NewDelivery,
     reply: oneshot::Sender<Result<Ingested, StoreError>>,
-}
-
-/// Who is told when work may be due.
-pub struct Wakers {
-    pub jobs: Arc<Notify>,
-    pub events: Arc<Notify>,
 }
 
 impl PgStore {
@@ -156,6 +156,7 @@ impl PgStore {
         let stop = CancellationToken::new();
         let health = Arc::new(CommitHealth::default());
         let fail_commits = Arc::new(AtomicBool::new(false));
+        let broadcast = Arc::new(Broadcast::default());
         let (tx, rx) = mpsc::channel(4096);
         let rx = Arc::new(Mutex::new(rx));
         for _ in 0..BATCHERS {
@@ -164,20 +165,17 @@ impl PgStore {
                 rx.clone(),
                 health.clone(),
                 wakers.jobs.clone(),
+                broadcast.clone(),
                 fail_commits.clone(),
             ));
         }
-        tokio::spawn(listen::run(
-            config,
-            wakers.jobs,
-            wakers.events,
-            stop.clone(),
-        ));
+        tokio::spawn(listen::run(config, wakers, broadcast.clone(), stop.clone()));
         Ok(PgStore {
             pool,
             description: redacted(url),
             ingest: Some(tx),
             health,
+            broadcast: Some(broadcast),
             stop,
             fail_commits,
         })
@@ -200,6 +198,7 @@ impl PgStore {
             description: redacted(url),
             ingest: None,
             health: Arc::new(CommitHealth::default()),
+            broadcast: None,
             stop: CancellationToken::new(),
             fail_commits: Arc::new(AtomicBool::new(false)),
         })
@@ -223,6 +222,27 @@ impl PgStore {
         Ok(self.pool.get().await?)
     }
 
+    /// Tells the other instances something on `channel` may be due; call
+    /// after the commit that made it so. A client (the CLI) has no
+    /// listener and sends at once; a failure costs the others a poll.
+    async fn wake(&self, channel: Channel) {
+        if let Some(b) = &self.broadcast {
+            return b.ask(channel);
+        }
+        let sent = async {
+            let c = self.client().await?;
+            c.execute(
+                &work::prepared(&c, listen::NOTIFY).await?,
+                &[&vec![channel.name()]],
+            )
+            .await?;
+            Ok::<_, StoreError>(())
+        };
+        if let Err(e) = sent.await {
+            tracing::debug!(error = %e, "the other instances were not woken; they poll");
+        }
+    }
+
     pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
         let (reply, answer) = oneshot::channel();
         let Some(ingest) = &self.ingest else {
@@ -243,7 +263,15 @@ impl PgStore {
         let tx = c.transaction().await?;
         let id = work::enqueue(&tx, &account, &job, now).await?;
         tx.commit().await?;
+        self.wake(Channel::Jobs).await;
         Ok(id)
+    }
+
+    /// Queued events that are to be sent wake the other outboxes.
+    async fn wake_outboxes(&self, finish: &Finish, deliver: bool) {
+        if deliver && matches!(finish, Finish::Recorded(emitted) if !emitted.is_empty()) {
+            self.wake(Channel::Events).await;
+        }
     }
 
     pub async fn check_writable(&self) -> Result<(), StoreError> {
@@ -292,12 +320,17 @@ impl PgStore {
     ) -> Result<Finish, StoreError> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
-        let finish = work::finish(&tx, &job, &outcome, &fetches, now, deliver_events).await?;
+        let (finish, pending) =
+            work::finish(&tx, &job, &outcome, &fetches, now, deliver_events).await?;
         if finish == Finish::LeaseLost {
             tx.rollback().await?;
-        } else {
-            tx.commit().await?;
+            return Ok(finish);
         }
+        tx.commit().await?;
+        if pending {
+            self.wake(Channel::Jobs).await;
+        }
+        self.wake_outboxes(&finish, deliver_events).await;
         Ok(finish)
     }
 
@@ -323,7 +356,9 @@ impl PgStore {
         )
         .await?;
         tx.commit().await?;
-        Ok(Finish::Recorded(emitted))
+        let finish = Finish::Recorded(emitted);
+        self.wake_outboxes(&finish, deliver_events).await;
+        Ok(finish)
     }
 
     pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
@@ -402,6 +437,7 @@ impl PgStore {
         let tx = c.transaction().await?;
         let answer = work::confirm_review(&tx, id, now).await?;
         tx.commit().await?;
+        self.wake(Channel::Jobs).await;
         Ok(answer)
     }
 
@@ -413,9 +449,13 @@ impl PgStore {
     ) -> Result<(Answer, Vec<String>), StoreError> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
-        let answer = work::dismiss_review(&tx, id, now, deliver_events).await?;
+        let (answer, emitted) = work::dismiss_review(&tx, id, now, deliver_events).await?;
         tx.commit().await?;
-        Ok(answer)
+        self.wake(Channel::Jobs).await;
+        if deliver_events && !emitted.is_empty() {
+            self.wake(Channel::Events).await;
+        }
+        Ok((answer, emitted))
     }
 
     pub async fn lease_events(
@@ -483,14 +523,16 @@ impl PgStore {
     pub async fn retry_job(&self, id: i64, now: i64) -> Result<bool, StoreError> {
         let c = self.client().await?;
         let retried = reads::retry_job(&c, id, now).await?;
-        work::notify(&c, listen::JOBS).await?;
+        drop(c);
+        self.wake(Channel::Jobs).await;
         Ok(retried)
     }
 
     pub async fn retry_dead_jobs(&self, now: i64) -> Result<usize, StoreError> {
         let c = self.client().await?;
         let n = reads::retry_dead_jobs(&c, now).await?;
-        work::notify(&c, listen::JOBS).await?;
+        drop(c);
+        self.wake(Channel::Jobs).await;
         Ok(n)
     }
 
@@ -516,7 +558,11 @@ impl PgStore {
     }
 
     pub async fn redeliver_event(&self, id: String, now: i64) -> Result<bool, StoreError> {
-        reads::redeliver_event(&self.client().await?, &id, now).await
+        let found = reads::redeliver_event(&self.client().await?, &id, now).await?;
+        if found {
+            self.wake(Channel::Events).await;
+        }
+        Ok(found)
     }
 
     pub async fn health(&self) -> Result<Health, StoreError> {
@@ -564,6 +610,7 @@ async fn batcher(
     rx: Arc<Mutex<mpsc::Receiver<IngestOp>>>,
     health: Arc<CommitHealth>,
     jobs_ready: Arc<Notify>,
+    broadcast: Arc<Broadcast>,
     fail_commits: Arc<AtomicBool>,
 ) {
     loop {
@@ -611,8 +658,10 @@ async fn batcher(
                 }
             }
         }
+        // Here too, not only where the answers arrive: a caller may be gone.
         if wakes {
             jobs_ready.notify_one();
+            broadcast.ask(Channel::Jobs);
         }
     }
 }
@@ -632,9 +681,6 @@ async fn commit_batch(pool: &Pool, params: &[IngestParams]) -> Result<Vec<Ingest
             duplicate: row.try_get(1)?,
             job_id: row.try_get(2)?,
         });
-    }
-    if params.iter().any(IngestParams::has_job) {
-        work::notify(&tx, listen::JOBS).await?;
     }
     tx.commit().await?;
     Ok(ingested)

@@ -322,7 +322,6 @@ pub async fn redeliver_event(c: &Client, id: &str, now: i64) -> Result<bool, Sto
         )
         .await?
         == 1;
-    super::work::notify(c, super::listen::EVENTS).await?;
     Ok(found)
 }
 

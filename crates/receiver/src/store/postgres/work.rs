@@ -13,7 +13,6 @@ use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
 
-use super::listen;
 use crate::clock::rfc3339;
 use crate::domain::{
     Decision, Effects, EventState, Guard, HeldAlert, JobState, Mark, MerchantOrderId, Review, Slot,
@@ -149,17 +148,6 @@ pub(super) async fn prepared(tx: &impl GenericClient, sql: &str) -> Result<State
     Ok(tx.prepare_cached(sql).await?)
 }
 
-/// Wakes the workers or outboxes of every instance (see `listen.rs`) once
-/// the transaction commits; the channel is a parameter, so one statement.
-pub(super) async fn notify(tx: &impl GenericClient, channel: &str) -> Result<(), StoreError> {
-    tx.execute(
-        &prepared(tx, "SELECT pg_notify($1, '')").await?,
-        &[&channel],
-    )
-    .await?;
-    Ok(())
-}
-
 /// A job with no delivery behind it.
 pub async fn enqueue(
     tx: &Transaction<'_>,
@@ -189,7 +177,6 @@ pub async fn enqueue(
             ],
         )
         .await?;
-    notify(tx, listen::JOBS).await?;
     Ok(row.get(0))
 }
 
@@ -271,6 +258,8 @@ pub async fn holds_lease(tx: &Transaction<'_>, job: &LeasedJob) -> Result<bool, 
 
 /// Records a run's outcome and its API calls, if the run still holds its
 /// lease: the job's row and the calls in one statement, then the effects.
+/// Also answers whether the job is pending again (to run again, or to
+/// retry).
 pub async fn finish(
     tx: &Transaction<'_>,
     job: &LeasedJob,
@@ -278,7 +267,7 @@ pub async fn finish(
     fetches: &[FetchRow],
     now: i64,
     deliver: bool,
-) -> Result<Finish, StoreError> {
+) -> Result<(Finish, bool), StoreError> {
     let (set, error, run_at): (String, Option<&str>, i64) = match outcome {
         JobOutcome::Done(_) => (
             format!(
@@ -342,19 +331,16 @@ pub async fn finish(
         )
         .await?;
     let Some(row) = fenced else {
-        return Ok(Finish::LeaseLost);
+        return Ok((Finish::LeaseLost, false));
     };
     let state: JobState = row.try_get(0)?;
-    if state == JobState::Pending {
-        notify(tx, listen::JOBS).await?;
-    }
     let emitted = match outcome {
         JobOutcome::Done(effects) => {
             apply(tx, &job.account, Some(job.id), effects, now, deliver).await?
         }
         _ => Vec::new(),
     };
-    Ok(Finish::Recorded(emitted))
+    Ok((Finish::Recorded(emitted), state == JobState::Pending))
 }
 
 /// Interrupted by shutdown: pending again, the attempt not counted.
@@ -473,9 +459,7 @@ fn orders_of(d: &Decision) -> Vec<&str> {
 }
 
 /// Records a decision and queues its event (only if the decision is new).
-static DECIDE: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "WITH dec AS (
+const DECIDE: &str = "WITH dec AS (
                  INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)
                  ON CONFLICT (account, subject, key) DO NOTHING
@@ -491,22 +475,15 @@ static DECIDE: LazyLock<String> = LazyLock::new(|| {
              -- the same statement: only when it was recorded now.
              , marked AS (
                  UPDATE orders SET
-                     released_at = CASE WHEN order_id = ANY($11::text[])
+                     released_at = CASE WHEN order_id = ANY($10::text[])
                                         THEN coalesce(released_at, $7) ELSE released_at END,
-                     at_risk_at = CASE WHEN order_id = ANY($12::text[])
+                     at_risk_at = CASE WHEN order_id = ANY($11::text[])
                                        THEN coalesce(at_risk_at, $7) ELSE at_risk_at END,
                      updated_at = $7
-                 WHERE account = $1 AND order_id = ANY($11::text[] || $12::text[])
+                 WHERE account = $1 AND order_id = ANY($10::text[] || $11::text[])
                    AND EXISTS (SELECT 1 FROM ev)
              )
-             -- The outboxes' wake-up, in this statement rather than one
-             -- more round trip (delivered at commit, once per transaction).
-             SELECT id, CASE WHEN $9::int2 = $10::int2
-                             THEN pg_notify('{events}', '')::text END
-             FROM ev",
-        events = listen::EVENTS
-    )
-});
+             SELECT id FROM ev";
 
 /// Records one decision and queues its event, unless a guard fails, it was
 /// recorded already, or it contradicts its subject's final outcome.
@@ -569,7 +546,7 @@ async fn decide(
     };
     let decided = tx
         .query_opt(
-            &prepared(tx, DECIDE.as_str()).await?,
+            &prepared(tx, DECIDE).await?,
             &[
                 &account,
                 &d.subject,
@@ -580,7 +557,6 @@ async fn decide(
                 &now,
                 &body,
                 &state,
-                &EventState::Pending,
                 &marked(d, |m| match m {
                     Mark::OrderReleased(o) => Some(o.as_str()),
                     _ => None,
@@ -882,7 +858,6 @@ pub async fn confirm_review(tx: &Transaction<'_>, id: i64, now: i64) -> Result<A
         &[&review.account, &review.job_key, &now],
     )
     .await?;
-    notify(tx, listen::JOBS).await?;
     Ok(Answer::Done(Box::new(review)))
 }
 
