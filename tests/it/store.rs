@@ -567,6 +567,18 @@ async fn the_duplicate_check_seeks_its_index_on_a_new_database() {
     assert!(!plan.contains("Sort"), "{plan}");
 }
 
+/// Two stores on one fresh PostgreSQL database, as two instances would
+/// be; `None` (the test skips) without a server.
+async fn two_instances() -> Option<(std::sync::Arc<crate::backends::TestDatabase>, Store, Store)> {
+    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+        return None;
+    };
+    let location = Location::Postgres(pg.url.clone());
+    let a = Store::open(&location).await.unwrap();
+    let b = Store::open(&location).await.unwrap();
+    Some((pg, a, b))
+}
+
 /// On PostgreSQL a job or an event queued by one instance wakes the
 /// workers and outboxes of the others at once, and the notification is
 /// sent by the instance's listener after the commit, not from inside the
@@ -578,14 +590,9 @@ async fn other_instances_are_woken_by_the_listener_after_the_commit() {
     use std::time::Duration;
     use tokio_postgres::{AsyncMessage, NoTls};
 
-    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+    let Some((pg, a, b)) = two_instances().await else {
         return;
     };
-    let location = Location::Postgres(pg.url.clone());
-    let (a, b) = (
-        Store::open(&location).await.unwrap(),
-        Store::open(&location).await.unwrap(),
-    );
     // A connection of the test's own hears whatever is sent.
     let (watch, mut connection) = tokio_postgres::connect(&pg.url, NoTls).await.unwrap();
     let (heard_tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
@@ -672,14 +679,9 @@ async fn other_instances_are_woken_by_the_listener_after_the_commit() {
 /// a time, and back when it is released or its holder goes away.
 #[tokio::test]
 async fn one_store_leads_at_a_time() {
-    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+    let Some((_pg, a, b)) = two_instances().await else {
         return;
     };
-    let location = Location::Postgres(pg.url.clone());
-    let (a, b) = (
-        Store::open(&location).await.unwrap(),
-        Store::open(&location).await.unwrap(),
-    );
     let lead = a
         .lead()
         .await
