@@ -268,8 +268,8 @@ impl PgStore {
     }
 
     /// Queued events that are to be sent wake the other outboxes.
-    async fn wake_outboxes(&self, finish: &Finish, deliver: bool) {
-        if deliver && matches!(finish, Finish::Recorded(emitted) if !emitted.is_empty()) {
+    async fn wake_outboxes(&self, emitted: &[String], deliver: bool) {
+        if deliver && !emitted.is_empty() {
             self.wake(Channel::Events).await;
         }
     }
@@ -330,7 +330,9 @@ impl PgStore {
         if pending {
             self.wake(Channel::Jobs).await;
         }
-        self.wake_outboxes(&finish, deliver_events).await;
+        if let Finish::Recorded(emitted) = &finish {
+            self.wake_outboxes(emitted, deliver_events).await;
+        }
         Ok(finish)
     }
 
@@ -356,9 +358,8 @@ impl PgStore {
         )
         .await?;
         tx.commit().await?;
-        let finish = Finish::Recorded(emitted);
-        self.wake_outboxes(&finish, deliver_events).await;
-        Ok(finish)
+        self.wake_outboxes(&emitted, deliver_events).await;
+        Ok(Finish::Recorded(emitted))
     }
 
     pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
@@ -452,9 +453,7 @@ impl PgStore {
         let (answer, emitted) = work::dismiss_review(&tx, id, now, deliver_events).await?;
         tx.commit().await?;
         self.wake(Channel::Jobs).await;
-        if deliver_events && !emitted.is_empty() {
-            self.wake(Channel::Events).await;
-        }
+        self.wake_outboxes(&emitted, deliver_events).await;
         Ok((answer, emitted))
     }
 
