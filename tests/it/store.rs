@@ -258,6 +258,15 @@ async fn a_run_whose_lease_moved_on_records_nothing() {
             .is_empty(),
         "the stale run decided nothing"
     );
+    let order = s
+        .store
+        .get_order("default".into(), "7".into())
+        .await
+        .unwrap();
+    assert!(
+        order.as_ref().is_none_or(|o| o.total_amount.is_none()),
+        "the stale run recorded no amounts: {order:?}"
+    );
     assert!(
         s.store
             .renew_lease(fresh.clone(), now + 60_000)
@@ -279,6 +288,14 @@ async fn a_run_whose_lease_moved_on_records_nothing() {
         matches!(&done, Finish::Recorded(ids) if ids.len() == 1),
         "{done:?}"
     );
+    let order = s
+        .store
+        .get_order("default".into(), "7".into())
+        .await
+        .unwrap()
+        .expect("the run recorded the order");
+    assert_eq!(order.total_amount.as_deref(), Some("10.00"));
+    assert!(order.released_at.is_some(), "{order:?}");
 }
 
 /// Many runs (of different jobs) take the same decision at once: one event.

@@ -257,9 +257,10 @@ pub async fn holds_lease(tx: &Transaction<'_>, job: &LeasedJob) -> Result<bool, 
 }
 
 /// Records a run's outcome and its API calls, if the run still holds its
-/// lease: the job's row and the calls in one statement, then the effects.
-/// Also answers whether the job is pending again (to run again, or to
-/// retry).
+/// lease: the job's row, the calls and the orders its effects name (their
+/// amounts recorded and their rows locked, see `upsert_orders`) in one
+/// statement, then the decisions. Also answers whether the job is pending
+/// again (to run again, or to retry).
 pub async fn finish(
     tx: &Transaction<'_>,
     job: &LeasedJob,
@@ -302,17 +303,32 @@ pub async fn finish(
     let elapsed: Vec<i64> = fetches.iter().map(|f| f.elapsed_ms as i64).collect();
     let at: Vec<i64> = fetches.iter().map(|f| f.at).collect();
     let seen: Vec<Option<&str>> = fetches.iter().map(|f| f.seen.as_deref()).collect();
+    let effects = match outcome {
+        JobOutcome::Done(effects) => Some(effects),
+        _ => None,
+    };
+    let orders = OrderRows::of(effects);
+    // The orders are upserted only once the job's row is updated (the
+    // `EXISTS` reads `j`, so it runs first): the job's row is locked before
+    // its orders, as when they were two statements, and a run that lost
+    // its lease locks no order while its transaction is rolled back.
     let sql = format!(
         "WITH f AS (
              INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at, seen)
              SELECT $1, $3, * FROM unnest($7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[])
+         ), j AS (
+             UPDATE jobs SET {set}, rerun = false, lease_until = NULL, updated_at = $5
+             WHERE {FENCE}{RUNNING}
+             RETURNING state
+         ), locked AS (
+             {}
          )
-         UPDATE jobs SET {set}, rerun = false, lease_until = NULL, updated_at = $5
-         WHERE {FENCE}{RUNNING}
-         RETURNING state"
+         SELECT j.state, locked.order_id, locked.released, locked.blocked
+         FROM j LEFT JOIN locked ON true",
+        upsert_orders(["$3", "$13", "$14", "$15", "$5"], "WHERE EXISTS (SELECT 1 FROM j)")
     );
-    let fenced = tx
-        .query_opt(
+    let rows = tx
+        .query(
             &prepared(tx, &sql).await?,
             &[
                 &job.id,
@@ -327,18 +343,27 @@ pub async fn finish(
                 &elapsed,
                 &at,
                 &seen,
+                &orders.ids,
+                &orders.totals,
+                &orders.paid,
             ],
         )
         .await?;
-    let Some(row) = fenced else {
+    let Some(first) = rows.first() else {
         return Ok((Finish::LeaseLost, false));
     };
-    let state: JobState = row.try_get(0)?;
-    let emitted = match outcome {
-        JobOutcome::Done(effects) => {
-            apply(tx, &job.account, Some(job.id), effects, now, deliver).await?
+    let state: JobState = first.try_get(0)?;
+    let emitted = match effects {
+        Some(effects) => {
+            let mut flags = OrderFlags::new();
+            for r in &rows {
+                if let Some(order) = r.try_get::<_, Option<String>>(1)? {
+                    flags.insert(order, (r.try_get(2)?, r.try_get(3)?));
+                }
+            }
+            decide_all(tx, &job.account, Some(job.id), effects, now, deliver, flags).await?
         }
-        _ => Vec::new(),
+        None => Vec::new(),
     };
     Ok((Finish::Recorded(emitted), state == JobState::Pending))
 }
@@ -370,7 +395,20 @@ pub async fn apply(
     now: i64,
     deliver: bool,
 ) -> Result<Vec<String>, StoreError> {
-    let mut orders = lock_orders(tx, account, effects, now).await?;
+    let flags = lock_orders(tx, account, effects, now).await?;
+    decide_all(tx, account, job_id, effects, now, deliver, flags).await
+}
+
+/// Records each decision of `effects`, its orders locked with `orders`.
+async fn decide_all(
+    tx: &Transaction<'_>,
+    account: &str,
+    job_id: Option<i64>,
+    effects: &Effects,
+    now: i64,
+    deliver: bool,
+    mut orders: OrderFlags,
+) -> Result<Vec<String>, StoreError> {
     let mut emitted = Vec::new();
     for d in &effects.decisions {
         if let Some(id) = decide(tx, account, job_id, d, now, deliver, &mut orders).await? {
@@ -383,52 +421,77 @@ pub async fn apply(
 /// Whether an order is released and whether it is blocked, as locked.
 type OrderFlags = HashMap<String, (bool, bool)>;
 
-/// Records the amounts seen and locks every order the effects name, in
-/// one statement: rows are created when missing and locked in a fixed
-/// order (so two instances never wait on each other in a circle); an
-/// order named only by a guard or mark keeps its amounts. Returns each
-/// order's flags as locked, for the guards.
+/// What `upsert_orders` binds: every order the effects name, in order of
+/// id, with the amounts seen (none for an order only a guard or a mark
+/// names).
+struct OrderRows<'a> {
+    ids: Vec<&'a str>,
+    totals: Vec<Option<&'a str>>,
+    paid: Vec<Option<&'a str>>,
+}
+
+impl<'a> OrderRows<'a> {
+    fn of(effects: Option<&'a Effects>) -> OrderRows<'a> {
+        let mut amounts: BTreeMap<&str, (Option<&str>, Option<&str>)> = BTreeMap::new();
+        if let Some(effects) = effects {
+            for o in effects.decisions.iter().flat_map(orders_of) {
+                amounts.insert(o, (None, None));
+            }
+            for o in &effects.orders {
+                amounts.insert(
+                    o.order_id.as_str(),
+                    (Some(o.total_amount.as_str()), Some(o.paid_amount.as_str())),
+                );
+            }
+        }
+        OrderRows {
+            ids: amounts.keys().copied().collect(),
+            totals: amounts.values().map(|a| a.0).collect(),
+            paid: amounts.values().map(|a| a.1).collect(),
+        }
+    }
+}
+
+/// Records the amounts seen and locks every order named, creating missing
+/// rows, in a fixed order (so two instances never wait on each other in a
+/// circle); an order with no amounts keeps its own. Returns each order's
+/// flags as locked, for the guards. `params` numbers the account, the
+/// three arrays of `OrderRows` and the time; `gate` may hold it back.
+fn upsert_orders(params: [&str; 5], gate: &str) -> String {
+    let [account, ids, totals, paid, now] = params;
+    format!(
+        "INSERT INTO orders AS o (account, order_id, total_amount, paid_amount, updated_at)
+         SELECT {account}, t.order_id, t.total, t.paid, {now}
+         FROM unnest({ids}::text[], {totals}::text[], {paid}::text[]) AS t (order_id, total, paid)
+         {gate}
+         ORDER BY t.order_id
+         ON CONFLICT (account, order_id) DO UPDATE SET
+             total_amount = coalesce(excluded.total_amount, o.total_amount),
+             paid_amount = coalesce(excluded.paid_amount, o.paid_amount),
+             updated_at = CASE WHEN excluded.total_amount IS NULL
+                               THEN o.updated_at ELSE excluded.updated_at END
+         RETURNING order_id, released_at IS NOT NULL AS released, blocked_at IS NOT NULL AS blocked"
+    )
+}
+
+/// `upsert_orders` on its own, for effects recorded outside a job's finish.
+static LOCK_ORDERS: LazyLock<String> =
+    LazyLock::new(|| upsert_orders(["$1", "$2", "$3", "$4", "$5"], ""));
+
 async fn lock_orders(
     tx: &Transaction<'_>,
     account: &str,
     effects: &Effects,
     now: i64,
 ) -> Result<OrderFlags, StoreError> {
-    let mut amounts: BTreeMap<&str, (Option<&str>, Option<&str>)> = effects
-        .decisions
-        .iter()
-        .flat_map(orders_of)
-        .map(|o| (o, (None, None)))
-        .collect();
-    for o in &effects.orders {
-        amounts.insert(
-            o.order_id.as_str(),
-            (Some(o.total_amount.as_str()), Some(o.paid_amount.as_str())),
-        );
-    }
-    if amounts.is_empty() {
+    let orders = OrderRows::of(Some(effects));
+    if orders.ids.is_empty() {
         return Ok(OrderFlags::new());
     }
-    let ids: Vec<&str> = amounts.keys().copied().collect();
-    let totals: Vec<Option<&str>> = amounts.values().map(|a| a.0).collect();
-    let paid: Vec<Option<&str>> = amounts.values().map(|a| a.1).collect();
     let rows = tx
         .query(
-            &prepared(
-                tx,
-                "INSERT INTO orders AS o (account, order_id, total_amount, paid_amount, updated_at)
-             SELECT $1, t.order_id, t.total, t.paid, $5
-             FROM unnest($2::text[], $3::text[], $4::text[]) AS t (order_id, total, paid)
-             ORDER BY t.order_id
-             ON CONFLICT (account, order_id) DO UPDATE SET
-                 total_amount = coalesce(excluded.total_amount, o.total_amount),
-                 paid_amount = coalesce(excluded.paid_amount, o.paid_amount),
-                 updated_at = CASE WHEN excluded.total_amount IS NULL
-                                   THEN o.updated_at ELSE excluded.updated_at END
-             RETURNING order_id, released_at IS NOT NULL, blocked_at IS NOT NULL",
-            )
-            .await?,
-            &[&account, &ids, &totals, &paid, &now],
+            &prepared(tx, &LOCK_ORDERS).await?,
+            &[&account, &orders.ids, &orders.totals, &orders.paid, &now],
         )
         .await?;
     Ok(rows
