@@ -692,6 +692,33 @@ async fn other_instances_are_woken_by_the_listener_after_the_commit() {
     b.close().await;
 }
 
+/// A job an instance lets go of as it stops is taken by another one at
+/// once, not at that one's next poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_released_at_shutdown_wakes_the_other_instances() {
+    let Some((_pg, a, b)) = two_instances().await else {
+        return;
+    };
+    let wait = std::time::Duration::from_secs(5);
+    a.ingest(delivery(&order_work("32"), "x")).await.unwrap();
+    tokio::time::timeout(wait, b.job_ready())
+        .await
+        .expect("woken by the new job");
+    let job = a
+        .lease_jobs(unix_ms_now(), 60_000, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    a.release_job(job, unix_ms_now()).await.unwrap();
+    tokio::time::timeout(wait, b.job_ready())
+        .await
+        .expect("woken by the released job");
+    let taken = b.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap();
+    assert_eq!(taken.len(), 1, "the other instance takes it");
+    a.close().await;
+    b.close().await;
+}
+
 /// One sweeper per deployment: on PostgreSQL the lead goes to one store at
 /// a time, and back when it is released or its holder goes away.
 #[tokio::test]

@@ -229,6 +229,12 @@ impl PgStore {
         if let Some(b) = &self.broadcast {
             return b.ask(channel);
         }
+        self.wake_now(channel).await;
+    }
+
+    /// Sends on `channel` through the pool, now: for what happens as this
+    /// instance stops, when its listener may not send again.
+    async fn wake_now(&self, channel: Channel) {
         let sent = async {
             let c = self.client().await?;
             c.execute(
@@ -367,6 +373,9 @@ impl PgStore {
         let tx = c.transaction().await?;
         work::release(&tx, &job, now).await?;
         tx.commit().await?;
+        // Released as this instance stops: another one takes it now
+        // rather than at its next poll.
+        self.wake_now(Channel::Jobs).await;
         Ok(())
     }
 
