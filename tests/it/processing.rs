@@ -39,6 +39,7 @@ on_both_backends!(
     a_fetched_resource_with_another_id_fails_the_job,
     the_outbox_follows_no_redirect,
     an_event_decided_while_a_batch_is_out_does_not_wait_for_it,
+    the_outbox_keeps_to_max_in_flight,
 );
 
 const ORDER: &str = "4945357007";
@@ -944,5 +945,74 @@ async fn an_event_decided_while_a_batch_is_out_does_not_wait_for_it() {
         "the second event waited for the first one's answer"
     );
     wait_for("the first event to be delivered", async || delivered(SLOW)).await;
+    app.stop().await;
+}
+
+/// `fulfillment.max_in_flight` caps the POSTs out at once: with six events
+/// due together and a merchant that takes a while to answer, no more than
+/// two are ever being answered at the same time.
+async fn the_outbox_keeps_to_max_in_flight() {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+    /// Answers after `held`, noting when each POST arrived.
+    struct Slow {
+        held: Duration,
+        arrivals: Arc<Mutex<Vec<Instant>>>,
+    }
+    impl Respond for Slow {
+        fn respond(&self, _: &Request) -> ResponseTemplate {
+            self.arrivals.lock().unwrap().push(Instant::now());
+            ResponseTemplate::new(204).set_delay(self.held)
+        }
+    }
+
+    const MAX: usize = 2;
+    const EVENTS: usize = 6;
+    let held = Duration::from_millis(400);
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let merchant = MockServer::start().await;
+    Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(Slow {
+            held,
+            arrivals: arrivals.clone(),
+        })
+        .mount(&merchant)
+        .await;
+    let api = FakeApi::start().await;
+    let orders: Vec<String> = (0..EVENTS).map(|i| format!("49453571{i:02}")).collect();
+    for (i, order) in orders.iter().enumerate() {
+        api.order(order, "10", &[(&format!("20{i}"), "10", "approved")], None);
+    }
+    let mut config = TestConfig::default().api(&api.uri()).extra(&format!(
+        "[fulfillment]\nurl = \"{}/events\"\ntimeout_secs = 30\nmax_in_flight = {MAX}\n",
+        merchant.uri()
+    ));
+    config.worker_loop = true;
+    let app = spawn_app_with(config).await;
+    for order in &orders {
+        app.post(&format!("topic=merchant_order&id={order}"), &[], None)
+            .await;
+    }
+    wait_for("every event to be posted", async || {
+        arrivals.lock().unwrap().len() >= EVENTS
+    })
+    .await;
+    // Each POST is answered `held` after it arrived, so the POSTs that
+    // arrived within less than that of one another were out together.
+    let arrivals = arrivals.lock().unwrap().clone();
+    for first in &arrivals {
+        let together = arrivals
+            .iter()
+            .filter(|t| {
+                **t >= *first && t.duration_since(*first) < held - Duration::from_millis(50)
+            })
+            .count();
+        assert!(
+            together <= MAX,
+            "{together} POSTs out at once, max_in_flight = {MAX}"
+        );
+    }
     app.stop().await;
 }

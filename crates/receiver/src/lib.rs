@@ -133,6 +133,7 @@ impl App {
                         secret: config.fulfillment_secret()?,
                         timeout: Duration::from_secs(f.timeout_secs),
                         give_up_after: Duration::from_secs(f.give_up_after_hours * 3600),
+                        max_in_flight: f.max_in_flight,
                     },
                 )
                 .context("cannot build the fulfillment client")?,

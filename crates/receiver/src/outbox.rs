@@ -19,7 +19,6 @@ use crate::config::Secret;
 use crate::retry::backoff;
 use crate::store::{self, Attempted, EventOutcome, LeasedEvent, Store, StoreError};
 
-const BATCH: usize = 32;
 /// Batches out at once (see `Outbox::run`).
 const ROUNDS: usize = 2;
 const IDLE_MAX: Duration = Duration::from_secs(1);
@@ -29,6 +28,17 @@ pub struct OutboxSettings {
     pub secret: Option<Secret>,
     pub timeout: Duration,
     pub give_up_after: Duration,
+    /// The most POSTs out at once (`fulfillment.max_in_flight`).
+    pub max_in_flight: usize,
+}
+
+/// How many batches are out at once, and how many events each leases, so
+/// that together they never exceed `max_in_flight` POSTs. Leasing only
+/// what can be posted now keeps each lease's clock from running while an
+/// event waits its turn.
+fn shares(max_in_flight: usize) -> (usize, usize) {
+    let rounds = ROUNDS.min(max_in_flight).max(1);
+    (rounds, (max_in_flight / rounds).max(1))
 }
 
 pub struct Outbox {
@@ -40,6 +50,9 @@ pub struct Outbox {
     give_up_after_ms: i64,
     /// How long an event is leased for one attempt.
     lease_ms: i64,
+    /// Batches out at once, and the events each one leases (`shares`).
+    rounds: usize,
+    batch: usize,
 }
 
 impl Outbox {
@@ -56,7 +69,10 @@ impl Outbox {
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("pointhook/", env!("CARGO_PKG_VERSION")))
             .build()?;
+        let (rounds, batch) = shares(settings.max_in_flight);
         Ok(Outbox {
+            rounds,
+            batch,
             store,
             http,
             clock,
@@ -83,7 +99,7 @@ impl Outbox {
     pub async fn deliver_due(self: &Arc<Self>) -> Result<usize, StoreError> {
         let due = self
             .store
-            .lease_events(self.now(), self.lease_ms, BATCH)
+            .lease_events(self.now(), self.lease_ms, self.batch)
             .await?;
         self.attempt_all(due).await
     }
@@ -114,7 +130,7 @@ impl Outbox {
         Ok(n)
     }
 
-    /// Leases and attempts batches until `shutdown`. Up to `ROUNDS` batches
+    /// Leases and attempts batches until `shutdown`. Up to `rounds` batches
     /// are out at once, so an event decided while a batch waits for its
     /// answers (a slow endpoint, or only the round trip and the record) is
     /// leased and posted at once rather than after them. A batch still out
@@ -126,7 +142,7 @@ impl Outbox {
             while let Some(done) = rounds.try_join_next() {
                 log_round(done);
             }
-            if rounds.len() >= ROUNDS {
+            if rounds.len() >= self.rounds {
                 tokio::select! {
                     Some(done) = rounds.join_next() => log_round(done),
                     () = shutdown.cancelled() => break,
@@ -134,7 +150,7 @@ impl Outbox {
                 continue;
             }
             let leased = tokio::select! {
-                r = self.store.lease_events(self.now(), self.lease_ms, BATCH) => r,
+                r = self.store.lease_events(self.now(), self.lease_ms, self.batch) => r,
                 () = shutdown.cancelled() => break,
             };
             match leased {
@@ -256,6 +272,18 @@ pub fn sign(key: &[u8], id: &str, timestamp: i64, body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_batches_out_at_once_never_exceed_max_in_flight() {
+        for max in 1..=1024 {
+            let (rounds, batch) = shares(max);
+            assert!(rounds * batch <= max, "{max}: {rounds} x {batch}");
+            assert!(rounds >= 1 && batch >= 1);
+        }
+        // The default: two batches of 32, as before the setting.
+        assert_eq!(shares(64), (2, 32));
+        assert_eq!(shares(1), (1, 1));
+    }
 
     #[test]
     fn whsec_secrets_are_base64_after_the_prefix() {

@@ -168,6 +168,9 @@ pub struct FulfillmentConfig {
     /// After this long without a 2xx an event is given up (dead).
     #[serde(default = "defaults::fulfillment_give_up_hours")]
     pub give_up_after_hours: u64,
+    /// The most POSTs this instance has out at once (each instance its own).
+    #[serde(default = "defaults::fulfillment_max_in_flight")]
+    pub max_in_flight: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -287,6 +290,9 @@ mod defaults {
     }
     pub fn fulfillment_give_up_hours() -> u64 {
         72
+    }
+    pub fn fulfillment_max_in_flight() -> usize {
+        64
     }
     pub fn admin_listen() -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], 8081))
@@ -423,6 +429,16 @@ impl Config {
         if self.worker.concurrency == 0 {
             return Err(ConfigError::new("worker.concurrency", "must be at least 1"));
         }
+        if self
+            .fulfillment
+            .as_ref()
+            .is_some_and(|f| f.max_in_flight == 0)
+        {
+            return Err(ConfigError::new(
+                "fulfillment.max_in_flight",
+                "must be at least 1",
+            ));
+        }
         if self.worker.max_attempts == 0 {
             return Err(ConfigError::new(
                 "worker.max_attempts",
@@ -539,6 +555,11 @@ impl Config {
                 "fulfillment.give_up_after_hours".into(),
                 f.give_up_after_hours,
                 24 * 3650,
+            ));
+            bounded.push((
+                "fulfillment.max_in_flight".into(),
+                f.max_in_flight as u64,
+                1024,
             ));
         }
         for (i, a) in self.accounts.iter().enumerate() {

@@ -298,6 +298,25 @@ fn durations_and_sizes_have_upper_bounds() {
 }
 
 #[test]
+fn max_in_flight_is_between_one_and_1024() {
+    let with = |n: &str| {
+        MINIMAL.to_string()
+            + &format!("[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\nmax_in_flight = {n}\n")
+    };
+    for bad in ["0", "1025"] {
+        let e = parse(&with(bad)).unwrap_err();
+        assert_eq!(e.key, "fulfillment.max_in_flight", "{bad}: {e}");
+    }
+    let c = parse(&with("4")).unwrap();
+    assert_eq!(c.fulfillment.unwrap().max_in_flight, 4);
+    let default = MINIMAL.to_string() + "[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\n";
+    assert_eq!(
+        parse(&default).unwrap().fulfillment.unwrap().max_in_flight,
+        64
+    );
+}
+
+#[test]
 fn reconciliation_follows_the_worker_and_its_window_outlasts_the_grace() {
     let c = parse(MINIMAL).unwrap();
     assert!(c.reconcile_enabled());
