@@ -361,6 +361,7 @@ impl PgStore {
             &effects,
             now,
             deliver_events,
+            None,
         )
         .await?;
         tx.commit().await?;

@@ -361,7 +361,16 @@ pub async fn finish(
                     flags.insert(order, (r.try_get(2)?, r.try_get(3)?));
                 }
             }
-            decide_all(tx, &job.account, Some(job.id), effects, now, deliver, flags).await?
+            apply(
+                tx,
+                &job.account,
+                Some(job.id),
+                effects,
+                now,
+                deliver,
+                Some(flags),
+            )
+            .await?
         }
         None => Vec::new(),
     };
@@ -386,7 +395,8 @@ pub async fn release(tx: &Transaction<'_>, job: &LeasedJob, now: i64) -> Result<
     Ok(())
 }
 
-/// Applies `effects`; returns the ids of the events queued.
+/// Applies `effects`; returns the ids of the events queued. `locked`: the
+/// flags of the orders they name, when the caller has locked them already.
 pub async fn apply(
     tx: &Transaction<'_>,
     account: &str,
@@ -394,21 +404,12 @@ pub async fn apply(
     effects: &Effects,
     now: i64,
     deliver: bool,
+    locked: Option<OrderFlags>,
 ) -> Result<Vec<String>, StoreError> {
-    let flags = lock_orders(tx, account, effects, now).await?;
-    decide_all(tx, account, job_id, effects, now, deliver, flags).await
-}
-
-/// Records each decision of `effects`, its orders locked with `orders`.
-async fn decide_all(
-    tx: &Transaction<'_>,
-    account: &str,
-    job_id: Option<i64>,
-    effects: &Effects,
-    now: i64,
-    deliver: bool,
-    mut orders: OrderFlags,
-) -> Result<Vec<String>, StoreError> {
+    let mut orders = match locked {
+        Some(flags) => flags,
+        None => lock_orders(tx, account, effects, now).await?,
+    };
     let mut emitted = Vec::new();
     for d in &effects.decisions {
         if let Some(id) = decide(tx, account, job_id, d, now, deliver, &mut orders).await? {
@@ -944,6 +945,7 @@ pub async fn dismiss_review(
         &Effects::one(decision),
         now,
         deliver,
+        None,
     )
     .await?;
     if let Some(order) = review
