@@ -155,9 +155,15 @@ impl Outbox {
             };
             match leased {
                 Ok(due) if !due.is_empty() => {
+                    // Fewer than asked: nothing else is due now; wait as
+                    // when none was (an event queued meanwhile has left a
+                    // wake-up).
+                    let full = due.len() == self.batch;
                     let me = self.clone();
                     rounds.spawn(async move { me.attempt_all(due).await });
-                    continue;
+                    if full {
+                        continue;
+                    }
                 }
                 Ok(_) => {}
                 Err(e) => tracing::error!(error = %e, "cannot read the outbox"),

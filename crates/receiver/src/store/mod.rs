@@ -258,7 +258,13 @@ impl Store {
     /// Stores a delivery and its job in one durable transaction.
     pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
         let wakes = delivery.job.is_some();
-        let ingested = on!(self, b => b.ingest(delivery).await)?;
+        let ingested = match &self.inner.backend {
+            Backend::Sqlite(b) => b.ingest(delivery).await?,
+            // Its batcher wakes the worker after each commit, even for a
+            // caller that has gone: a second wake-up here would only cost
+            // the worker an empty lease.
+            Backend::Postgres(b) => return b.ingest(delivery).await,
+        };
         if wakes {
             self.inner.jobs_ready.notify_one();
         }
@@ -354,11 +360,13 @@ impl Store {
         now: i64,
         deliver_events: bool,
     ) -> Result<Finish, StoreError> {
-        let finish =
+        let (finish, pending) =
             on!(self, b => b.finish_job(job, outcome, fetches, now, deliver_events).await)?;
         self.woken_by(&finish);
-        // A re-run requested while it ran may have made it pending again.
-        self.inner.jobs_ready.notify_one();
+        // Pending again: to retry, or to run again (notified while it ran).
+        if pending {
+            self.inner.jobs_ready.notify_one();
+        }
         Ok(finish)
     }
 

@@ -166,7 +166,8 @@ impl Worker {
             while let Ok(more) = slots.clone().try_acquire_owned() {
                 permits.merge(more);
             }
-            let jobs = match self.lease(permits.num_permits()).await {
+            let asked = permits.num_permits();
+            let jobs = match self.lease(asked).await {
                 Ok(jobs) => jobs,
                 Err(e) => {
                     drop(permits);
@@ -178,16 +179,10 @@ impl Worker {
                     continue;
                 }
             };
-            if jobs.is_empty() {
-                drop(permits);
-                let wait = self.idle_wait().await;
-                tokio::select! {
-                    () = self.store.job_ready() => {}
-                    () = tokio::time::sleep(wait) => {}
-                    () = shutdown.cancelled() => break,
-                }
-                continue;
-            }
+            // Fewer than asked: nothing else is due now, so the next lease
+            // waits for a wake-up (a job queued meanwhile has left one) or
+            // for the next due time, rather than asking again at once.
+            let drained = jobs.len() < asked;
             for job in jobs {
                 let Some(permit) = permits.split(1) else {
                     break;
@@ -209,6 +204,15 @@ impl Worker {
                     }
                     drop(permit);
                 });
+            }
+            if drained {
+                drop(permits);
+                let wait = self.idle_wait().await;
+                tokio::select! {
+                    () = self.store.job_ready() => {}
+                    () = tokio::time::sleep(wait) => {}
+                    () = shutdown.cancelled() => break,
+                }
             }
         }
         tracker.close();

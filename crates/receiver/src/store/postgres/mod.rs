@@ -323,14 +323,14 @@ impl PgStore {
         fetches: Vec<FetchRow>,
         now: i64,
         deliver_events: bool,
-    ) -> Result<Finish, StoreError> {
+    ) -> Result<(Finish, bool), StoreError> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
         let (finish, pending) =
             work::finish(&tx, &job, &outcome, &fetches, now, deliver_events).await?;
         if finish == Finish::LeaseLost {
             tx.rollback().await?;
-            return Ok(finish);
+            return Ok((finish, false));
         }
         tx.commit().await?;
         if pending {
@@ -339,7 +339,7 @@ impl PgStore {
         if let Finish::Recorded(emitted) = &finish {
             self.wake_outboxes(emitted, deliver_events).await;
         }
-        Ok(finish)
+        Ok((finish, pending))
     }
 
     pub async fn record_effects(

@@ -9,7 +9,7 @@
 //! under the same attempt. A run that lost its lease (expired and taken
 //! over) can never overwrite what the run that took it over records.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::decisions;
 use crate::domain::JobState;
@@ -73,12 +73,23 @@ pub(super) fn renew(conn: &Connection, job: &LeasedJob, until: i64) -> rusqlite:
 
 /// Whether the job is still running under this run's lease.
 pub(super) fn holds_lease(conn: &Connection, job: &LeasedJob) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT 1 FROM jobs WHERE id = ?1 AND attempts = ?2 AND state = ?3")?
-        .exists(params![job.id, job.attempt, JobState::Running])
+    Ok(rerun_if_held(conn, job)?.is_some())
+}
+
+/// Whether the job was notified again while it ran, if this run still
+/// holds its lease.
+fn rerun_if_held(conn: &Connection, job: &LeasedJob) -> rusqlite::Result<Option<bool>> {
+    conn.prepare_cached("SELECT rerun FROM jobs WHERE id = ?1 AND attempts = ?2 AND state = ?3")?
+        .query_row(params![job.id, job.attempt, JobState::Running], |r| {
+            r.get::<_, i64>(0)
+        })
+        .optional()
+        .map(|rerun| rerun.map(|r| r == 1))
 }
 
 /// Records a run's outcome and its API calls, if the run still holds its
-/// lease.
+/// lease. Also answers whether the job is pending again (to run again, or
+/// to retry).
 pub(super) fn finish(
     conn: &Connection,
     job: &LeasedJob,
@@ -86,10 +97,10 @@ pub(super) fn finish(
     fetches: &[FetchRow],
     now: i64,
     deliver_events: bool,
-) -> rusqlite::Result<Finish> {
-    if !holds_lease(conn, job)? {
-        return Ok(Finish::LeaseLost);
-    }
+) -> rusqlite::Result<(Finish, bool)> {
+    let Some(rerun) = rerun_if_held(conn, job)? else {
+        return Ok((Finish::LeaseLost, false));
+    };
     for f in fetches {
         conn.prepare_cached(
             "INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at, seen)
@@ -122,7 +133,7 @@ pub(super) fn finish(
                 ),
                 params![job.id, job.attempt, JobState::Running, JobState::Pending, JobState::Done, now],
             )?;
-            Ok(Finish::Recorded(emitted))
+            Ok((Finish::Recorded(emitted), rerun))
         }
         JobOutcome::Retry { run_at, error } => {
             conn.execute(
@@ -142,7 +153,7 @@ pub(super) fn finish(
                     now
                 ],
             )?;
-            Ok(Finish::Recorded(Vec::new()))
+            Ok((Finish::Recorded(Vec::new()), true))
         }
         // A re-run asked for while it ran means a notification came after
         // the run began: the platform will not send it again, so the job
@@ -158,7 +169,7 @@ pub(super) fn finish(
                 ),
                 params![job.id, job.attempt, JobState::Running, JobState::Pending, JobState::Dead, error, now],
             )?;
-            Ok(Finish::Recorded(Vec::new()))
+            Ok((Finish::Recorded(Vec::new()), rerun))
         }
     }
 }

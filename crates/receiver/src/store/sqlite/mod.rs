@@ -208,7 +208,7 @@ impl SqliteStore {
         fetches: Vec<FetchRow>,
         now: i64,
         deliver_events: bool,
-    ) -> Result<Finish, StoreError> {
+    ) -> Result<(Finish, bool), StoreError> {
         self.write(move |c| jobs::finish(c, &job, &outcome, &fetches, now, deliver_events))
             .await
     }
