@@ -27,6 +27,7 @@ on_both_backends!(
     two_stores_never_lease_one_event,
     a_job_sees_its_own_marks_and_keeps_amounts_it_did_not_see,
     the_id_given_for_a_job_is_its_own,
+    a_job_notified_while_it_ran_wakes_the_worker_when_it_finishes,
 );
 
 struct Opened {
@@ -296,6 +297,49 @@ async fn a_run_whose_lease_moved_on_records_nothing() {
         .expect("the run recorded the order");
     assert_eq!(order.total_amount.as_deref(), Some("10.00"));
     assert!(order.released_at.is_some(), "{order:?}");
+}
+
+/// A job notified again while it ran is pending once its run is recorded,
+/// and the worker hears of it then (it leased nothing when the
+/// notification came, the job being taken).
+async fn a_job_notified_while_it_ran_wakes_the_worker_when_it_finishes() {
+    let s = open().await;
+    let wait = std::time::Duration::from_secs(5);
+    s.store
+        .ingest(delivery(&order_work("33"), "x"))
+        .await
+        .unwrap();
+    tokio::time::timeout(wait, s.store.job_ready())
+        .await
+        .expect("woken by the new job");
+    let now = unix_ms_now();
+    let job = s.store.lease_jobs(now, 60_000, 1).await.unwrap().remove(0);
+    s.store
+        .ingest(delivery(&order_work("33"), "y"))
+        .await
+        .unwrap();
+    tokio::time::timeout(wait, s.store.job_ready())
+        .await
+        .expect("woken by the notification");
+    assert!(
+        s.store.lease_jobs(now, 60_000, 1).await.unwrap().is_empty(),
+        "running: nothing to lease"
+    );
+    s.store
+        .finish_job(
+            job,
+            JobOutcome::Done(release("33", "released")),
+            Vec::new(),
+            now + 10,
+            true,
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(wait, s.store.job_ready())
+        .await
+        .expect("woken once the run is recorded");
+    let again = s.store.lease_jobs(now + 20, 60_000, 1).await.unwrap();
+    assert_eq!(again.len(), 1, "the job runs again");
 }
 
 /// Many runs (of different jobs) take the same decision at once: one event.
