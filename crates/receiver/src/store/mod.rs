@@ -211,7 +211,10 @@ impl Store {
         let backend = match location {
             Location::Sqlite(path) => {
                 let path = path.clone();
-                Backend::Sqlite(blocking(move || sqlite::SqliteStore::open_server(&path)).await?)
+                let ready = jobs.clone();
+                Backend::Sqlite(
+                    blocking(move || sqlite::SqliteStore::open_server(&path, ready)).await?,
+                )
             }
             Location::Postgres(url) => {
                 let wakers = postgres::Wakers {
@@ -256,19 +259,9 @@ impl Store {
     }
 
     /// Stores a delivery and its job in one durable transaction.
+    /// Each backend wakes the worker once its commit holds a job.
     pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
-        let wakes = delivery.job.is_some();
-        let ingested = match &self.inner.backend {
-            Backend::Sqlite(b) => b.ingest(delivery).await?,
-            // Its batcher wakes the worker after each commit, even for a
-            // caller that has gone: a second wake-up here would only cost
-            // the worker an empty lease.
-            Backend::Postgres(b) => return b.ingest(delivery).await,
-        };
-        if wakes {
-            self.inner.jobs_ready.notify_one();
-        }
-        Ok(ingested)
+        on!(self, b => b.ingest(delivery).await)
     }
 
     /// Creates or coalesces a job with no delivery behind it (a person's

@@ -32,6 +32,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
+use tokio::sync::Notify;
 
 use super::StoreError;
 use super::model::{
@@ -73,6 +74,8 @@ pub struct SqliteStore {
     threads: Mutex<Threads>,
     /// Held (locked) for as long as this process serves the database.
     _owner: Option<std::fs::File>,
+    /// The worker's wake-up, told of each job ingested (the server's).
+    jobs_ready: Option<Arc<Notify>>,
 }
 
 /// How writes reach the file.
@@ -97,7 +100,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 impl SqliteStore {
     /// Opens (creating if needed) and migrates the database at `path` as
     /// its owner, then starts the writer and checkpointer threads.
-    pub fn open_server(path: &Path) -> Result<SqliteStore, StoreError> {
+    pub fn open_server(path: &Path, jobs_ready: Arc<Notify>) -> Result<SqliteStore, StoreError> {
         let owner = take_ownership(path)?;
         let mut conn = open_connection(path)?;
         migrations::migrate(&mut conn)?;
@@ -113,6 +116,7 @@ impl SqliteStore {
                 checkpointer: Some(checkpointer),
             }),
             _owner: Some(owner),
+            jobs_ready: Some(jobs_ready),
         })
     }
 
@@ -139,6 +143,7 @@ impl SqliteStore {
             readers: Mutex::new(Vec::new()),
             threads: Mutex::new(Threads::default()),
             _owner: None,
+            jobs_ready: None,
         })
     }
 
@@ -161,9 +166,16 @@ impl SqliteStore {
         }
     }
 
+    /// Stores a delivery and its job, then wakes the worker if it has one.
     pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
-        self.write(move |conn| deliveries::ingest(conn, &delivery))
-            .await
+        let wakes = delivery.job.is_some();
+        let ingested = self
+            .write(move |conn| deliveries::ingest(conn, &delivery))
+            .await?;
+        if let Some(ready) = self.jobs_ready.as_ref().filter(|_| wakes) {
+            ready.notify_one();
+        }
+        Ok(ingested)
     }
 
     pub async fn enqueue(&self, account: String, job: NewJob, now: i64) -> Result<i64, StoreError> {
