@@ -94,8 +94,8 @@ impl Outbox {
         store::unix_ms(self.clock.now())
     }
 
-    /// Attempts every event due now, side by side, and records how each
-    /// ended in one store call; returns how many were attempted.
+    /// Attempts one batch of the events due now, side by side, and records
+    /// how each ended in one store call; returns how many were attempted.
     pub async fn deliver_due(self: &Arc<Self>) -> Result<usize, StoreError> {
         let due = self
             .store

@@ -81,10 +81,9 @@ pub(super) fn holds_lease(conn: &Connection, job: &LeasedJob) -> rusqlite::Resul
 fn rerun_if_held(conn: &Connection, job: &LeasedJob) -> rusqlite::Result<Option<bool>> {
     conn.prepare_cached("SELECT rerun FROM jobs WHERE id = ?1 AND attempts = ?2 AND state = ?3")?
         .query_row(params![job.id, job.attempt, JobState::Running], |r| {
-            r.get::<_, i64>(0)
+            r.get(0)
         })
         .optional()
-        .map(|rerun| rerun.map(|r| r == 1))
 }
 
 /// Records a run's outcome and its API calls, if the run still holds its
