@@ -5,6 +5,7 @@
 //! used from two tasks.
 
 use std::collections::HashSet;
+use std::future::Future;
 
 use pointhook::domain::{
     Decision, Effects, EventType, Guard, Kind, Mark, MerchantOrderId, OrderSeen, SignatureStatus,
@@ -28,6 +29,7 @@ on_both_backends!(
     a_job_sees_its_own_marks_and_keeps_amounts_it_did_not_see,
     the_id_given_for_a_job_is_its_own,
     a_job_notified_while_it_ran_wakes_the_worker_when_it_finishes,
+    an_ingest_whose_caller_went_away_still_wakes_the_worker,
 );
 
 struct Opened {
@@ -851,4 +853,23 @@ async fn the_sqlite_wal_file_is_cut_back_once_it_starts_over() {
         n += 1;
     }
     store.close().await;
+}
+
+/// A request whose client hung up once its delivery was queued is still
+/// committed; its job must wake the worker then, not wait for its poll.
+async fn an_ingest_whose_caller_went_away_still_wakes_the_worker() {
+    let s = open().await;
+    // Whatever wake-up the opening left is taken first.
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(100), s.store.job_ready()).await;
+    let mut ingest = Box::pin(s.store.ingest(delivery(&order_work("34"), "x")));
+    // One poll queues the delivery; the commit (an fsync away) cannot have
+    // answered yet. Then the caller goes, as a cancelled request does.
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(ingest.as_mut().poll(cx))).await;
+    assert!(first.is_pending());
+    drop(ingest);
+    tokio::time::timeout(std::time::Duration::from_secs(5), s.store.job_ready())
+        .await
+        .expect("woken by the committed job");
+    let job = s.store.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap();
+    assert_eq!(job.len(), 1, "the delivery was committed with its job");
 }

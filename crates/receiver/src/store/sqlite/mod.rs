@@ -166,16 +166,16 @@ impl SqliteStore {
         }
     }
 
-    /// Stores a delivery and its job, then wakes the worker if it has one.
+    /// Stores a delivery and its job; the writer wakes the worker once the
+    /// job is committed, even if the request was cancelled meanwhile.
     pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
-        let wakes = delivery.job.is_some();
-        let ingested = self
-            .write(move |conn| deliveries::ingest(conn, &delivery))
-            .await?;
-        if let Some(ready) = self.jobs_ready.as_ref().filter(|_| wakes) {
-            ready.notify_one();
+        let wake = self.jobs_ready.clone().filter(|_| delivery.job.is_some());
+        let op = move |conn: &Connection| deliveries::ingest(conn, &delivery);
+        match &self.writes {
+            Writes::Thread(w) => w.write_then_notify(op, wake).await,
+            // A client has no worker to wake.
+            Writes::Direct(_) => self.write(op).await,
         }
-        Ok(ingested)
     }
 
     pub async fn enqueue(&self, account: String, job: NewJob, now: i64) -> Result<i64, StoreError> {

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 use rusqlite::{Connection, TransactionBehavior};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::store::{CommitHealth, StoreError};
 
@@ -46,6 +46,9 @@ struct TypedOp<T, F> {
     f: F,
     out: Option<Result<T, rusqlite::Error>>,
     reply: oneshot::Sender<Result<T, StoreError>>,
+    /// Told once the operation is committed, whether or not anyone still
+    /// waits for the answer.
+    committed: Option<Arc<Notify>>,
 }
 
 impl<T, F> Op for TypedOp<T, F>
@@ -67,6 +70,9 @@ where
             (Ok(()), Some(Err(e))) => Err(StoreError::from(e)),
             (Ok(()), None) => Err(StoreError::Unavailable("operation did not run".into())),
         };
+        if let (Ok(_), Some(committed)) = (&result, &self.committed) {
+            committed.notify_one();
+        }
         // The caller may have gone (request cancelled): nothing to tell.
         let _ = self.reply.send(result);
     }
@@ -140,11 +146,27 @@ impl Writer {
         T: Send + 'static,
         F: Fn(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
     {
+        self.write_then_notify(f, None).await
+    }
+
+    /// As `write`, and notifies `committed` once `f` is committed, from the
+    /// writer: a caller cancelled while it waited (a request whose client
+    /// hung up) still has its commit announced.
+    pub async fn write_then_notify<T, F>(
+        &self,
+        f: F,
+        committed: Option<Arc<Notify>>,
+    ) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    {
         let (reply, rx) = oneshot::channel();
         let op = Box::new(TypedOp {
             f,
             out: None,
             reply,
+            committed,
         });
         self.tx
             .send(Msg::Op(op))
