@@ -408,7 +408,8 @@ async fn control_characters_from_outside_are_escaped_in_logs_and_the_cli() {
         "[worker]\nenabled = false\n[api]\nbase_url = \"http://127.0.0.1:9\"\n",
     );
     let served = serve_binary(&config, &[]);
-    let evil = "%1B%5B31mEVIL%0Aforged%20line%C2%9B2J";
+    // Ends with a right-to-left override and a line separator (UTF-8).
+    let evil = "%1B%5B31mEVIL%0Aforged%20line%C2%9B2J%E2%80%AEdesrever%E2%80%A8";
     let res = client()
         .post(format!(
             "http://{}/notifications?topic={evil}&id=1",
@@ -452,6 +453,7 @@ async fn control_characters_from_outside_are_escaped_in_logs_and_the_cli() {
     for logs in [&logs_json, &text_logs] {
         assert!(!logs.contains('\u{1b}'), "{logs}");
         assert!(!logs.contains('\u{9b}'), "{logs}");
+        assert!(!logs.contains(['\u{202e}', '\u{2028}']), "{logs}");
         assert!(!logs.contains("\nforged"), "{logs}");
     }
     assert!(logs_json.contains("EVIL"), "the topic is logged, escaped");
@@ -471,7 +473,7 @@ async fn control_characters_from_outside_are_escaped_in_logs_and_the_cli() {
         let shown = String::from_utf8(out.stdout).unwrap();
         assert!(shown.contains("EVIL"), "{args:?}: {shown}");
         assert!(
-            !shown.contains('\u{1b}') && !shown.contains('\u{9b}'),
+            !shown.contains(['\u{1b}', '\u{9b}', '\u{202e}', '\u{2028}']),
             "{args:?}: {shown}"
         );
         assert!(!shown.contains("\nforged"), "{args:?}: {shown}");
