@@ -630,8 +630,46 @@ async fn the_duplicate_check_seeks_its_index_on_a_new_database() {
     assert!(!plan.contains("Sort"), "{plan}");
 }
 
+/// A lone delivery is committed in a transaction of its own statement; an
+/// error at its commit (here a deferred check) is still the ingest's error,
+/// so nothing refused at commit is acknowledged.
+#[tokio::test]
+async fn a_delivery_refused_at_its_commit_is_not_acknowledged() {
+    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+        return;
+    };
+    let s = Store::open(&Location::Postgres(pg.url.clone()))
+        .await
+        .unwrap();
+    crate::backends::run(&pg.url, |c| async move {
+        c.batch_execute(
+            "CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.topic = 'refused-at-commit' THEN RAISE EXCEPTION 'refused at commit'; END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON deliveries
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit();",
+        )
+        .await
+    })
+    .unwrap();
+    let mut refused = delivery(&order_work("35"), "x");
+    refused.topic = "refused-at-commit".into();
+    let answer = s.ingest(refused).await;
+    assert!(answer.is_err(), "acknowledged: {answer:?}");
+    s.ingest(delivery(&order_work("36"), "y")).await.unwrap();
+    let db = crate::backends::TestDb::Postgres(pg.url.clone());
+    let topics = db.rows("SELECT topic FROM deliveries ORDER BY id", &[]);
+    assert_eq!(topics.len(), 1, "only the other delivery is stored");
+    assert_eq!(topics[0][0].text(), "merchant_order");
+    s.close().await;
+}
+
 /// Two stores on one fresh PostgreSQL database, as two instances would
-/// be; `None` (the test skips) without a server.
+/// be, once both listen (a notification sent before would be missed, and
+/// only the poll would find its work); `None` (the test skips) without a
+/// server.
 async fn two_instances() -> Option<(std::sync::Arc<crate::backends::TestDatabase>, Store, Store)> {
     let Some(Backend::Postgres(pg)) = Backend::postgres() else {
         return None;
@@ -639,7 +677,32 @@ async fn two_instances() -> Option<(std::sync::Arc<crate::backends::TestDatabase
     let location = Location::Postgres(pg.url.clone());
     let a = Store::open(&location).await.unwrap();
     let b = Store::open(&location).await.unwrap();
+    listeners(&pg.url, 2).await;
     Some((pg, a, b))
+}
+
+/// The backend pids of the database's `count` listeners, once each has
+/// run its last set-up statement.
+async fn listeners(url: &str, count: usize) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let db = crate::backends::TestDb::Postgres(url.to_string());
+        let pids: Vec<i32> = db
+            .rows(
+                "SELECT pid FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name = 'pointhook (listener)'
+                   AND state = 'idle' AND query = 'SELECT pg_backend_pid()'",
+                &[],
+            )
+            .iter()
+            .map(|r| r[0].int() as i32)
+            .collect();
+        if pids.len() == count {
+            return pids;
+        }
+        assert!(std::time::Instant::now() < deadline, "listeners not ready");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// On PostgreSQL a job or an event queued by one instance wakes the
@@ -671,24 +734,7 @@ async fn other_instances_are_woken_by_the_listener_after_the_commit() {
         .batch_execute("LISTEN pointhook_jobs; LISTEN pointhook_events")
         .await
         .unwrap();
-    // Both listeners are set up (their last set-up statement is done).
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let listeners: Vec<i32> = loop {
-        let rows = watch
-            .query(
-                "SELECT pid FROM pg_stat_activity
-                 WHERE datname = current_database() AND application_name = 'pointhook (listener)'
-                   AND state = 'idle' AND query = 'SELECT pg_backend_pid()'",
-                &[],
-            )
-            .await
-            .unwrap();
-        if rows.len() == 2 {
-            break rows.iter().map(|r| r.get(0)).collect();
-        }
-        assert!(std::time::Instant::now() < deadline, "listeners not ready");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let listeners = listeners(&pg.url, 2).await;
     let wait = Duration::from_secs(5);
     let mut sender_of = async |channel: &str| loop {
         let (c, pid) = tokio::time::timeout(wait, heard.recv())

@@ -678,21 +678,34 @@ async fn batcher(
 /// Every delivery of a batch in one transaction, pipelined.
 async fn commit_batch(pool: &Pool, params: &[IngestParams]) -> Result<Vec<Ingested>, StoreError> {
     let mut client = pool.get().await?;
+    if let [alone] = params {
+        // One statement is its own transaction, committed when the server
+        // takes the Sync that ends it; the answer comes only after that
+        // (tokio-postgres reads to ReadyForQuery, so an error at commit is
+        // this call's error). BEGIN and COMMIT would add two statements and
+        // two round trips, and nothing else.
+        let stmt = client.prepare_cached(&work::INGEST).await?;
+        let row = client.query_one(&stmt, &alone.as_params()).await?;
+        return Ok(vec![ingested(&row)?]);
+    }
     let tx = client.transaction().await?;
     let stmt = tx.prepare_cached(&work::INGEST).await?;
     let bound: Vec<_> = params.iter().map(IngestParams::as_params).collect();
     let rows = futures_util::future::join_all(bound.iter().map(|p| tx.query_one(&stmt, p))).await;
-    let mut ingested = Vec::with_capacity(rows.len());
-    for row in rows {
-        let row = row?;
-        ingested.push(Ingested {
-            delivery_id: row.try_get(0)?,
-            duplicate: row.try_get(1)?,
-            job_id: row.try_get(2)?,
-        });
-    }
+    let ingested = rows
+        .into_iter()
+        .map(|row| ingested(&row?))
+        .collect::<Result<_, _>>()?;
     tx.commit().await?;
     Ok(ingested)
+}
+
+fn ingested(row: &tokio_postgres::Row) -> Result<Ingested, StoreError> {
+    Ok(Ingested {
+        delivery_id: row.try_get(0)?,
+        duplicate: row.try_get(1)?,
+        job_id: row.try_get(2)?,
+    })
 }
 
 async fn commit_alone(pool: &Pool, p: IngestParams) -> Result<Ingested, StoreError> {
