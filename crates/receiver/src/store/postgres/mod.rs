@@ -678,18 +678,17 @@ async fn batcher(
 /// Every delivery of a batch in one transaction, pipelined.
 async fn commit_batch(pool: &Pool, params: &[IngestParams]) -> Result<Vec<Ingested>, StoreError> {
     let mut client = pool.get().await?;
+    let stmt = client.prepare_cached(&work::INGEST).await?;
     if let [alone] = params {
         // One statement is its own transaction, committed when the server
         // takes the Sync that ends it; the answer comes only after that
         // (tokio-postgres reads to ReadyForQuery, so an error at commit is
         // this call's error). BEGIN and COMMIT would add two statements and
         // two round trips, and nothing else.
-        let stmt = client.prepare_cached(&work::INGEST).await?;
         let row = client.query_one(&stmt, &alone.as_params()).await?;
         return Ok(vec![ingested(&row)?]);
     }
     let tx = client.transaction().await?;
-    let stmt = tx.prepare_cached(&work::INGEST).await?;
     let bound: Vec<_> = params.iter().map(IngestParams::as_params).collect();
     let rows = futures_util::future::join_all(bound.iter().map(|p| tx.query_one(&stmt, p))).await;
     let ingested = rows
