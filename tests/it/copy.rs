@@ -64,7 +64,12 @@ async fn fill(location: &Location) {
             .unwrap();
     }
     // Decide on most of them: releases, a block held for a person, API calls.
-    for job in store.lease_jobs(now + 1000, 60_000, 20).await.unwrap() {
+    for job in store
+        .lease_jobs(now + 1000, 60_000, 20)
+        .await
+        .unwrap()
+        .taken
+    {
         let order = job.resource_id.clone();
         let id = MerchantOrderId::parse(&order).unwrap();
         let mut effects = Effects {

@@ -145,6 +145,7 @@ async fn a_run_that_lost_its_lease_records_nothing() {
         .lease_jobs(now, 10, 1)
         .await
         .unwrap()
+        .taken
         .pop()
         .unwrap();
     let second = app
@@ -152,6 +153,7 @@ async fn a_run_that_lost_its_lease_records_nothing() {
         .lease_jobs(now + 100, 10_000, 1)
         .await
         .unwrap()
+        .taken
         .pop()
         .expect("the expired lease is taken over");
     assert_eq!((first.attempt, second.attempt), (1, 2));

@@ -30,6 +30,8 @@ on_both_backends!(
     the_id_given_for_a_job_is_its_own,
     a_job_notified_while_it_ran_wakes_the_worker_when_it_finishes,
     an_ingest_whose_caller_went_away_still_wakes_the_worker,
+    a_lease_of_fewer_jobs_than_asked_tells_when_the_next_is_due,
+    a_lease_of_fewer_events_than_asked_tells_when_the_next_is_due,
 );
 
 struct Opened {
@@ -135,7 +137,12 @@ async fn a_delivery_and_its_job_commit_together_and_coalesce() {
     assert!(first.job_id.is_some());
     assert_eq!(first.job_id, again.job_id, "one job per key");
     assert_eq!(first.job_id, other.job_id);
-    let jobs = s.store.lease_jobs(unix_ms_now(), 60_000, 10).await.unwrap();
+    let jobs = s
+        .store
+        .lease_jobs(unix_ms_now(), 60_000, 10)
+        .await
+        .unwrap()
+        .taken;
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0].work.as_ref().unwrap(), &work);
     assert_eq!(jobs[0].attempt, 1);
@@ -174,6 +181,7 @@ async fn the_id_given_for_a_job_is_its_own() {
         .lease_jobs(unix_ms_now(), 60_000, 10)
         .await
         .unwrap()
+        .taken
         .into_iter()
         .map(|j| (j.id, j.work.unwrap().resource_id()))
         .collect();
@@ -200,7 +208,11 @@ async fn two_stores_never_lease_one_job() {
         tasks.push(tokio::spawn(async move {
             let mut mine = Vec::new();
             loop {
-                let leased = store.lease_jobs(unix_ms_now(), 60_000, 7).await.unwrap();
+                let leased = store
+                    .lease_jobs(unix_ms_now(), 60_000, 7)
+                    .await
+                    .unwrap()
+                    .taken;
                 if leased.is_empty() {
                     return mine;
                 }
@@ -226,13 +238,14 @@ async fn a_run_whose_lease_moved_on_records_nothing() {
         .await
         .unwrap();
     let now = unix_ms_now();
-    let stale = s.store.lease_jobs(now, 1, 1).await.unwrap().remove(0);
+    let stale = s.store.lease_jobs(now, 1, 1).await.unwrap().taken.remove(0);
     // The lease ran out; another run takes the job.
     let fresh = s
         .store
         .lease_jobs(now + 10, 60_000, 1)
         .await
         .unwrap()
+        .taken
         .remove(0);
     assert_eq!((stale.id, stale.attempt, fresh.attempt), (fresh.id, 1, 2));
     assert!(
@@ -315,7 +328,13 @@ async fn a_job_notified_while_it_ran_wakes_the_worker_when_it_finishes() {
         .await
         .expect("woken by the new job");
     let now = unix_ms_now();
-    let job = s.store.lease_jobs(now, 60_000, 1).await.unwrap().remove(0);
+    let job = s
+        .store
+        .lease_jobs(now, 60_000, 1)
+        .await
+        .unwrap()
+        .taken
+        .remove(0);
     s.store
         .ingest(delivery(&order_work("33"), "y"))
         .await
@@ -324,7 +343,12 @@ async fn a_job_notified_while_it_ran_wakes_the_worker_when_it_finishes() {
         .await
         .expect("woken by the notification");
     assert!(
-        s.store.lease_jobs(now, 60_000, 1).await.unwrap().is_empty(),
+        s.store
+            .lease_jobs(now, 60_000, 1)
+            .await
+            .unwrap()
+            .taken
+            .is_empty(),
         "running: nothing to lease"
     );
     s.store
@@ -340,7 +364,7 @@ async fn a_job_notified_while_it_ran_wakes_the_worker_when_it_finishes() {
     tokio::time::timeout(wait, s.store.job_ready())
         .await
         .expect("woken once the run is recorded");
-    let again = s.store.lease_jobs(now + 20, 60_000, 1).await.unwrap();
+    let again = s.store.lease_jobs(now + 20, 60_000, 1).await.unwrap().taken;
     assert_eq!(again.len(), 1, "the job runs again");
 }
 
@@ -355,7 +379,13 @@ async fn one_decision_per_key_however_many_runs_race() {
             .await
             .unwrap();
     }
-    leased.extend(s.store.lease_jobs(unix_ms_now(), 60_000, 8).await.unwrap());
+    leased.extend(
+        s.store
+            .lease_jobs(unix_ms_now(), 60_000, 8)
+            .await
+            .unwrap()
+            .taken,
+    );
     assert_eq!(leased.len(), 8);
     let mut tasks = Vec::new();
     for (i, job) in leased.into_iter().enumerate() {
@@ -400,7 +430,12 @@ async fn an_order_is_released_once_by_racing_decisions() {
         .ingest(delivery(&order_work("99"), "x"))
         .await
         .unwrap();
-    let seen = s.store.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap();
+    let seen = s
+        .store
+        .lease_jobs(unix_ms_now(), 60_000, 1)
+        .await
+        .unwrap()
+        .taken;
     let mut known = release("99", "none");
     known.decisions.clear();
     s.store
@@ -419,7 +454,12 @@ async fn an_order_is_released_once_by_racing_decisions() {
             .await
             .unwrap();
     }
-    let leased = s.store.lease_jobs(unix_ms_now(), 60_000, 8).await.unwrap();
+    let leased = s
+        .store
+        .lease_jobs(unix_ms_now(), 60_000, 8)
+        .await
+        .unwrap()
+        .taken;
     let mut tasks = Vec::new();
     for (i, job) in leased.into_iter().enumerate() {
         let store = if i % 2 == 0 {
@@ -469,7 +509,12 @@ async fn a_job_sees_its_own_marks_and_keeps_amounts_it_did_not_see() {
         .ingest(delivery(&order_work("55"), "x"))
         .await
         .unwrap();
-    let job = s.store.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap();
+    let job = s
+        .store
+        .lease_jobs(unix_ms_now(), 60_000, 1)
+        .await
+        .unwrap()
+        .taken;
     let mut twice = release("55", "first");
     twice.decisions.extend(release("55", "second").decisions);
     let finish = s
@@ -489,7 +534,12 @@ async fn a_job_sees_its_own_marks_and_keeps_amounts_it_did_not_see() {
         .ingest(delivery(&order_work("55"), "y"))
         .await
         .unwrap();
-    let job = s.store.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap();
+    let job = s
+        .store
+        .lease_jobs(unix_ms_now(), 60_000, 1)
+        .await
+        .unwrap()
+        .taken;
     let guard_only = Effects {
         orders: Vec::new(),
         ..release("55", "third")
@@ -530,6 +580,83 @@ fn finish_ids(finish: &Finish, n: usize) -> Vec<String> {
     }
 }
 
+/// The worker sleeps until the time its last lease told: the jobs it just
+/// took are not that time (PostgreSQL reads it in the lease's statement,
+/// where they are still pending), and a full lease tells nothing.
+async fn a_lease_of_fewer_jobs_than_asked_tells_when_the_next_is_due() {
+    let s = open().await;
+    let t = unix_ms_now();
+    for (order, at) in [("1", t), ("2", t + 5_000)] {
+        let mut d = delivery(&order_work(order), order);
+        d.received_at = at;
+        s.store.ingest(d).await.unwrap();
+    }
+    let early = s.store.lease_jobs(t - 1_000, 60_000, 4).await.unwrap();
+    assert!(early.taken.is_empty());
+    assert_eq!(early.next_due, Some(t), "the first job's time");
+    let first = s.store.lease_jobs(t, 60_000, 4).await.unwrap();
+    assert_eq!(first.taken.len(), 1);
+    assert_eq!(first.next_due, Some(t + 5_000), "not the job just taken");
+    let full = s.store.lease_jobs(t + 5_000, 60_000, 1).await.unwrap();
+    assert_eq!(full.taken.len(), 1);
+    assert_eq!(full.next_due, None, "a full lease tells nothing");
+    let idle = s.store.lease_jobs(t + 6_000, 60_000, 4).await.unwrap();
+    assert!(idle.taken.is_empty());
+    assert_eq!(idle.next_due, None, "nothing is pending");
+}
+
+/// As for jobs; an event's lease counts too: the outbox wakes when a lease
+/// it took runs out unrecorded.
+async fn a_lease_of_fewer_events_than_asked_tells_when_the_next_is_due() {
+    let s = open().await;
+    let t = unix_ms_now();
+    for (order, at) in [("11", t), ("12", t + 5_000)] {
+        s.store
+            .ingest(delivery(&order_work(order), order))
+            .await
+            .unwrap();
+        let job = s
+            .store
+            .lease_jobs(unix_ms_now(), 60_000, 1)
+            .await
+            .unwrap()
+            .taken
+            .remove(0);
+        let done = s
+            .store
+            .finish_job(
+                job,
+                JobOutcome::Done(release(order, "released")),
+                Vec::new(),
+                at,
+                true,
+            )
+            .await
+            .unwrap();
+        assert!(matches!(&done, Finish::Recorded(ids) if ids.len() == 1));
+    }
+    let early = s.store.lease_events(t - 1_000, 60_000, 4).await.unwrap();
+    assert!(early.taken.is_empty());
+    assert_eq!(early.next_due, Some(t), "the first event's time");
+    let full = s.store.lease_events(t, 60_000, 1).await.unwrap();
+    assert_eq!(full.taken.len(), 1);
+    assert_eq!(full.next_due, None, "a full lease tells nothing");
+    let none = s.store.lease_events(t, 60_000, 4).await.unwrap();
+    assert!(none.taken.is_empty());
+    assert_eq!(
+        none.next_due,
+        Some(t + 5_000),
+        "the second event, not the leased one"
+    );
+    let last = s.store.lease_events(t + 5_000, 10_000, 4).await.unwrap();
+    assert_eq!(last.taken.len(), 1);
+    assert_eq!(
+        last.next_due,
+        Some(t + 15_000),
+        "the lease just taken runs out first, before the other one"
+    );
+}
+
 async fn two_stores_never_lease_one_event() {
     let s = open().await;
     const EVENTS: usize = 60;
@@ -544,6 +671,7 @@ async fn two_stores_never_lease_one_event() {
             .lease_jobs(unix_ms_now(), 60_000, 1)
             .await
             .unwrap()
+            .taken
             .remove(0);
         let done = s
             .store
@@ -564,7 +692,11 @@ async fn two_stores_never_lease_one_event() {
         tasks.push(tokio::spawn(async move {
             let mut mine = Vec::new();
             loop {
-                let leased = store.lease_events(unix_ms_now(), 60_000, 5).await.unwrap();
+                let leased = store
+                    .lease_events(unix_ms_now(), 60_000, 5)
+                    .await
+                    .unwrap()
+                    .taken;
                 if leased.is_empty() {
                     return mine;
                 }
@@ -760,6 +892,7 @@ async fn other_instances_are_woken_by_the_listener_after_the_commit() {
         .lease_jobs(unix_ms_now(), 60_000, 1)
         .await
         .unwrap()
+        .taken
         .remove(0);
     let done = a
         .finish_job(
@@ -800,12 +933,13 @@ async fn a_job_released_at_shutdown_wakes_the_other_instances() {
         .lease_jobs(unix_ms_now(), 60_000, 1)
         .await
         .unwrap()
+        .taken
         .remove(0);
     a.release_job(job, unix_ms_now()).await.unwrap();
     tokio::time::timeout(wait, b.job_ready())
         .await
         .expect("woken by the released job");
-    let taken = b.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap();
+    let taken = b.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap().taken;
     assert_eq!(taken.len(), 1, "the other instance takes it");
     a.close().await;
     b.close().await;
@@ -920,6 +1054,11 @@ async fn an_ingest_whose_caller_went_away_still_wakes_the_worker() {
     tokio::time::timeout(std::time::Duration::from_secs(5), s.store.job_ready())
         .await
         .expect("woken by the committed job");
-    let job = s.store.lease_jobs(unix_ms_now(), 60_000, 1).await.unwrap();
+    let job = s
+        .store
+        .lease_jobs(unix_ms_now(), 60_000, 1)
+        .await
+        .unwrap()
+        .taken;
     assert_eq!(job.len(), 1, "the delivery was committed with its job");
 }

@@ -17,7 +17,7 @@ use url::Url;
 use crate::clock::Clock;
 use crate::config::Secret;
 use crate::retry::backoff;
-use crate::store::{self, Attempted, EventOutcome, LeasedEvent, Store, StoreError};
+use crate::store::{self, Attempted, EventOutcome, Lease, LeasedEvent, Store, StoreError};
 
 /// Batches out at once (see `Outbox::run`).
 const ROUNDS: usize = 2;
@@ -101,7 +101,7 @@ impl Outbox {
             .store
             .lease_events(self.now(), self.lease_ms, self.batch)
             .await?;
-        self.attempt_all(due).await
+        self.attempt_all(due.taken).await
     }
 
     /// Attempts leased events side by side and records how each ended.
@@ -153,28 +153,32 @@ impl Outbox {
                 r = self.store.lease_events(self.now(), self.lease_ms, self.batch) => r,
                 () = shutdown.cancelled() => break,
             };
-            match leased {
-                Ok(due) if !due.is_empty() => {
+            let next_due = match leased {
+                Ok(Lease { taken, next_due }) => {
                     // Fewer than asked: nothing else is due now; wait as
                     // when none was (an event queued meanwhile has left a
                     // wake-up).
-                    let full = due.len() == self.batch;
-                    let me = self.clone();
-                    rounds.spawn(async move { me.attempt_all(due).await });
+                    let full = taken.len() == self.batch;
+                    if !taken.is_empty() {
+                        let me = self.clone();
+                        rounds.spawn(async move { me.attempt_all(taken).await });
+                    }
                     if full {
                         continue;
                     }
+                    next_due
                 }
-                Ok(_) => {}
-                Err(e) => tracing::error!(error = %e, "cannot read the outbox"),
-            }
-            let wait = match self.store.next_event_due().await {
-                Ok(Some(at)) => Duration::from_millis(
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the outbox");
+                    None
+                }
+            };
+            let wait = next_due.map_or(IDLE_MAX, |at| {
+                Duration::from_millis(
                     at.saturating_sub(self.now())
                         .clamp(0, IDLE_MAX.as_millis() as i64) as u64,
-                ),
-                _ => IDLE_MAX,
-            };
+                )
+            });
             let until = tokio::time::Instant::now() + wait;
             // A batch that ends makes nothing due within the wait (a failed
             // attempt backs off about a second), so it is only collected.

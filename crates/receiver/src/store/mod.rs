@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 pub use crate::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use model::{
-    Attempted, EventOutcome, FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob,
+    Attempted, EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
     NewDelivery, NewJob, Sighting, event_id, fingerprint,
 };
 pub use views::{
@@ -328,13 +328,14 @@ impl Store {
         on!(self, b => b.release_all_leases().await)
     }
 
-    /// Leases up to `limit` due jobs.
+    /// Leases up to `limit` due jobs; with fewer, tells when the next is due
+    /// (in the same statement on PostgreSQL).
     pub async fn lease_jobs(
         &self,
         now: i64,
         lease_ms: i64,
         limit: usize,
-    ) -> Result<Vec<LeasedJob>, StoreError> {
+    ) -> Result<Lease<LeasedJob>, StoreError> {
         on!(self, b => b.lease_jobs(now, lease_ms, limit).await)
     }
 
@@ -387,10 +388,6 @@ impl Store {
     /// Interrupted by shutdown: pending again, the attempt not counted.
     pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
         on!(self, b => b.release_job(job, now).await)
-    }
-
-    pub async fn next_job_due(&self) -> Result<Option<i64>, StoreError> {
-        on!(self, b => b.next_job_due().await)
     }
 
     /// Whether a merchant order is (released, blocked).
@@ -465,18 +462,15 @@ impl Store {
         Ok(answer)
     }
 
-    /// Leases up to `limit` events due for a delivery attempt.
+    /// Leases up to `limit` events due for a delivery attempt; with fewer,
+    /// tells when the next is due.
     pub async fn lease_events(
         &self,
         now: i64,
         lease_ms: i64,
         limit: usize,
-    ) -> Result<Vec<LeasedEvent>, StoreError> {
+    ) -> Result<Lease<LeasedEvent>, StoreError> {
         on!(self, b => b.lease_events(now, lease_ms, limit).await)
-    }
-
-    pub async fn next_event_due(&self) -> Result<Option<i64>, StoreError> {
-        on!(self, b => b.next_event_due().await)
     }
 
     /// Records the attempts of one lease batch together (one statement on

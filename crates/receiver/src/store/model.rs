@@ -86,6 +86,18 @@ pub fn fingerprint(
     h.finalize().into()
 }
 
+/// What one lease took, and when the next one falls due: the caller that
+/// took fewer than it asked has nothing else due now and sleeps until then,
+/// without a query of its own.
+#[derive(Debug)]
+pub struct Lease<T> {
+    pub taken: Vec<T>,
+    /// When fewer than asked were taken: the earliest time (unix ms) one
+    /// not taken falls due, if any is waiting (for events, a lease taken
+    /// here that runs out counts too). `None` when the lease was full.
+    pub next_due: Option<i64>,
+}
+
 /// A job the worker holds.
 #[derive(Debug, Clone)]
 pub struct LeasedJob {

@@ -23,7 +23,7 @@ use crate::api::{ApiClient, ApiError, ErrorClass};
 use crate::clock::Clock;
 use crate::domain::UnauthenticatedAlerts;
 use crate::retry::{backoff, clamp_retry_after};
-use crate::store::{self, FetchRow, Finish, JobOutcome, LeasedJob, Store, StoreError};
+use crate::store::{self, FetchRow, Finish, JobOutcome, Lease, LeasedJob, Store, StoreError};
 
 /// Attempts a job gets while the API answers 404 before the resource is
 /// considered gone (a notification can arrive before its resource reads).
@@ -130,7 +130,7 @@ impl Worker {
 
     /// Leases one due job and runs it to its outcome.
     pub async fn run_one(&self) -> Result<Outcome, StoreError> {
-        match self.lease(1).await?.pop() {
+        match self.lease(1).await?.taken.pop() {
             Some(job) => {
                 self.execute(job).await?;
                 Ok(Outcome::Done)
@@ -139,7 +139,7 @@ impl Worker {
         }
     }
 
-    async fn lease(&self, limit: usize) -> Result<Vec<LeasedJob>, StoreError> {
+    async fn lease(&self, limit: usize) -> Result<Lease<LeasedJob>, StoreError> {
         self.store
             .lease_jobs(self.now(), self.settings.lease.as_millis() as i64, limit)
             .await
@@ -167,8 +167,11 @@ impl Worker {
                 permits.merge(more);
             }
             let asked = permits.num_permits();
-            let jobs = match self.lease(asked).await {
-                Ok(jobs) => jobs,
+            let Lease {
+                taken: jobs,
+                next_due,
+            } = match self.lease(asked).await {
+                Ok(lease) => lease,
                 Err(e) => {
                     drop(permits);
                     tracing::error!(error = %e, "cannot lease jobs");
@@ -207,7 +210,7 @@ impl Worker {
             }
             if drained {
                 drop(permits);
-                let wait = self.idle_wait().await;
+                let wait = self.idle_wait(next_due);
                 tokio::select! {
                     () = self.store.job_ready() => {}
                     () = tokio::time::sleep(wait) => {}
@@ -226,16 +229,15 @@ impl Worker {
         tracing::info!("worker stopped");
     }
 
-    /// How long to sleep with nothing due: until the next job is, at most
-    /// `IDLE_MAX`.
-    async fn idle_wait(&self) -> Duration {
-        match self.store.next_job_due().await {
-            Ok(Some(at)) => Duration::from_millis(
+    /// How long to sleep with nothing due: until the next job is (as the
+    /// lease told), at most `IDLE_MAX`.
+    fn idle_wait(&self, next_due: Option<i64>) -> Duration {
+        next_due.map_or(IDLE_MAX, |at| {
+            Duration::from_millis(
                 at.saturating_sub(self.now())
                     .clamp(0, IDLE_MAX.as_millis() as i64) as u64,
-            ),
-            _ => IDLE_MAX,
-        }
+            )
+        })
     }
 
     /// Runs `job` while keeping its lease, and records how it ended. A

@@ -33,8 +33,8 @@ use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
 use super::model::{
-    EventOutcome, FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery,
-    NewJob, Sighting,
+    EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
+    NewDelivery, NewJob, Sighting,
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
@@ -308,7 +308,7 @@ impl PgStore {
         now: i64,
         lease_ms: i64,
         limit: usize,
-    ) -> Result<Vec<LeasedJob>, StoreError> {
+    ) -> Result<Lease<LeasedJob>, StoreError> {
         work::lease(&self.client().await?, now, lease_ms, limit).await
     }
 
@@ -378,16 +378,6 @@ impl PgStore {
         // rather than at its next poll.
         self.wake_now(Channel::Jobs).await;
         Ok(())
-    }
-
-    pub async fn next_job_due(&self) -> Result<Option<i64>, StoreError> {
-        let c = self.client().await?;
-        Ok(c.query_one(
-            &work::prepared(&c, "SELECT min(run_at) FROM jobs WHERE state = $1").await?,
-            &[&JobState::Pending],
-        )
-        .await?
-        .try_get(0)?)
     }
 
     pub async fn known(&self, account: String, sighting: Sighting) -> Result<bool, StoreError> {
@@ -472,23 +462,8 @@ impl PgStore {
         now: i64,
         lease_ms: i64,
         limit: usize,
-    ) -> Result<Vec<LeasedEvent>, StoreError> {
+    ) -> Result<Lease<LeasedEvent>, StoreError> {
         work::lease_events(&self.client().await?, now, lease_ms, limit).await
-    }
-
-    pub async fn next_event_due(&self) -> Result<Option<i64>, StoreError> {
-        let c = self.client().await?;
-        Ok(c.query_one(
-            &work::prepared(
-                &c,
-                "SELECT min(greatest(next_attempt_at, coalesce(lease_until, 0))) FROM events
-                 WHERE state = $1",
-            )
-            .await?,
-            &[&EventState::Pending],
-        )
-        .await?
-        .try_get(0)?)
     }
 
     pub async fn record_event_outcomes(

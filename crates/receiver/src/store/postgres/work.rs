@@ -21,8 +21,8 @@ use crate::domain::{
 use crate::rules::{self, Finality};
 use crate::store::StoreError;
 use crate::store::model::{
-    Attempted, EventOutcome, FetchRow, Finish, JobOutcome, LeasedEvent, LeasedJob, NewDelivery,
-    NewJob, event_id,
+    Attempted, EventOutcome, FetchRow, Finish, JobOutcome, Lease, LeasedEvent, LeasedJob,
+    NewDelivery, NewJob, event_id,
 };
 use crate::store::views::{Answer, ReviewView};
 
@@ -181,23 +181,34 @@ pub async fn enqueue(
 }
 
 /// Takes up to `limit` due jobs: pending and due, or running with an
-/// expired lease; rows another instance is taking are skipped.
+/// expired lease; rows another instance is taking are skipped. With fewer
+/// than `limit`, the same statement finds when the next pending job is due,
+/// so an idle worker's round is one statement. Its subquery reads the
+/// snapshot from before the update, where the jobs just taken are still
+/// pending and due: they are left out by id.
 pub async fn lease(
     tx: &impl GenericClient,
     now: i64,
     lease_ms: i64,
     limit: usize,
-) -> Result<Vec<LeasedJob>, StoreError> {
+) -> Result<Lease<LeasedJob>, StoreError> {
     let sql = format!(
-        "UPDATE jobs SET state = {RUNNING}, lease_until = $1 + $2, attempts = attempts + 1,
-             rerun = false, updated_at = $1
-         WHERE id IN (
-             SELECT id FROM jobs
-             WHERE (state = {PENDING} AND run_at <= $1)
-                OR (state = {RUNNING} AND lease_until < $1)
-             ORDER BY run_at LIMIT $3
-             FOR UPDATE SKIP LOCKED)
-         RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work"
+        "WITH taken AS (
+             UPDATE jobs SET state = {RUNNING}, lease_until = $1 + $2, attempts = attempts + 1,
+                 rerun = false, updated_at = $1
+             WHERE id IN (
+                 SELECT id FROM jobs
+                 WHERE (state = {PENDING} AND run_at <= $1)
+                    OR (state = {RUNNING} AND lease_until < $1)
+                 ORDER BY run_at LIMIT $3
+                 FOR UPDATE SKIP LOCKED)
+             RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work),
+         due AS (
+             SELECT CASE WHEN (SELECT count(*) FROM taken) < $3 THEN
+                 (SELECT min(run_at) FROM jobs
+                  WHERE state = {PENDING} AND id NOT IN (SELECT id FROM taken))
+             END AS next_due)
+         SELECT due.next_due, taken.* FROM due LEFT JOIN taken ON true"
     );
     let rows = tx
         .query(
@@ -205,20 +216,42 @@ pub async fn lease(
             &[&now, &lease_ms, &(limit as i64)],
         )
         .await?;
-    rows.iter().map(leased_job).collect()
+    lease_rows(&rows, leased_job)
 }
 
-fn leased_job(r: &Row) -> Result<LeasedJob, StoreError> {
-    Ok(LeasedJob {
-        id: r.try_get(0)?,
-        account: r.try_get(1)?,
-        key: r.try_get(2)?,
-        kind: r.try_get(3)?,
-        resource_id: r.try_get(4)?,
-        input_delivery_id: r.try_get(5)?,
-        attempt: r.try_get::<_, i32>(6)? as u32,
-        work: LeasedJob::read_work(r.try_get(7)?),
-    })
+/// Reads a lease statement's rows: each is the next due time, then a row
+/// taken, or NULLs when nothing was (the one row then carries the time);
+/// `taken` reads the rest of a row, `None` for those NULLs.
+fn lease_rows<T>(
+    rows: &[Row],
+    taken: fn(&Row) -> Result<Option<T>, StoreError>,
+) -> Result<Lease<T>, StoreError> {
+    let mut lease = Lease {
+        taken: Vec::with_capacity(rows.len()),
+        next_due: None,
+    };
+    for r in rows {
+        lease.next_due = r.try_get(0)?;
+        lease.taken.extend(taken(r)?);
+    }
+    Ok(lease)
+}
+
+/// A taken job, from its lease row (after the next due time).
+fn leased_job(r: &Row) -> Result<Option<LeasedJob>, StoreError> {
+    let Some(id) = r.try_get(1)? else {
+        return Ok(None);
+    };
+    Ok(Some(LeasedJob {
+        id,
+        account: r.try_get(2)?,
+        key: r.try_get(3)?,
+        kind: r.try_get(4)?,
+        resource_id: r.try_get(5)?,
+        input_delivery_id: r.try_get(6)?,
+        attempt: r.try_get::<_, i32>(7)? as u32,
+        work: LeasedJob::read_work(r.try_get(8)?),
+    }))
 }
 
 const FENCE: &str = "id = $1 AND attempts = $2 AND state = ";
@@ -960,40 +993,56 @@ pub async fn dismiss_review(
     Ok((Answer::Done(Box::new(review)), emitted))
 }
 
-/// Takes up to `limit` due events for `lease_ms`.
+/// Takes up to `limit` due events for `lease_ms`. With fewer, the same
+/// statement finds when the next is due: a pending event's next attempt or
+/// the end of its lease, whichever is later, the leases taken here
+/// included (they run out at `now + lease_ms`); as for jobs, those taken
+/// are left out of the snapshot from before the update by id.
 pub async fn lease_events(
     tx: &impl GenericClient,
     now: i64,
     lease_ms: i64,
     limit: usize,
-) -> Result<Vec<LeasedEvent>, StoreError> {
+) -> Result<Lease<LeasedEvent>, StoreError> {
     let pending = EventState::Pending;
-    tx.query(
-        &prepared(
-            tx,
-            "UPDATE events SET lease_until = $2 + $3
-         WHERE id IN (
-             SELECT id FROM events
-             WHERE state = $1 AND next_attempt_at <= $2
-               AND (lease_until IS NULL OR lease_until < $2)
-             ORDER BY next_attempt_at LIMIT $4
-             FOR UPDATE SKIP LOCKED)
-         RETURNING id, body, created_at, attempts",
+    let rows = tx
+        .query(
+            &prepared(
+                tx,
+                "WITH taken AS (
+                     UPDATE events SET lease_until = $2 + $3
+                     WHERE id IN (
+                         SELECT id FROM events
+                         WHERE state = $1 AND next_attempt_at <= $2
+                           AND (lease_until IS NULL OR lease_until < $2)
+                         ORDER BY next_attempt_at LIMIT $4
+                         FOR UPDATE SKIP LOCKED)
+                     RETURNING id, body, created_at, attempts),
+                 due AS (
+                     SELECT CASE WHEN (SELECT count(*) FROM taken) < $4 THEN
+                         least(
+                             (SELECT min(greatest(next_attempt_at, coalesce(lease_until, 0)))
+                              FROM events
+                              WHERE state = $1 AND id NOT IN (SELECT id FROM taken)),
+                             (SELECT $2 + $3 FROM taken LIMIT 1))
+                     END AS next_due)
+                 SELECT due.next_due, taken.* FROM due LEFT JOIN taken ON true",
+            )
+            .await?,
+            &[&pending, &now, &lease_ms, &(limit as i64)],
         )
-        .await?,
-        &[&pending, &now, &lease_ms, &(limit as i64)],
-    )
-    .await?
-    .iter()
-    .map(|r| {
-        Ok(LeasedEvent {
-            id: r.try_get(0)?,
-            body: r.try_get(1)?,
-            created_at: r.try_get(2)?,
-            attempts: r.try_get::<_, i32>(3)? as u32,
-        })
+        .await?;
+    lease_rows(&rows, |r| {
+        let Some(id) = r.try_get(1)? else {
+            return Ok(None);
+        };
+        Ok(Some(LeasedEvent {
+            id,
+            body: r.try_get(2)?,
+            created_at: r.try_get(3)?,
+            attempts: r.try_get::<_, i32>(4)? as u32,
+        }))
     })
-    .collect()
 }
 
 /// Records the attempts of one lease batch in one statement, each fenced

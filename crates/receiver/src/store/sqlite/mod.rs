@@ -36,8 +36,8 @@ use tokio::sync::Notify;
 
 use super::StoreError;
 use super::model::{
-    EventOutcome, FetchRow, Finish, Ingested, JobOutcome, LeasedEvent, LeasedJob, NewDelivery,
-    NewJob, Sighting,
+    EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
+    NewDelivery, NewJob, Sighting,
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
@@ -204,9 +204,17 @@ impl SqliteStore {
         now: i64,
         lease_ms: i64,
         limit: usize,
-    ) -> Result<Vec<LeasedJob>, StoreError> {
-        self.write(move |c| jobs::lease(c, now, lease_ms, limit))
-            .await
+    ) -> Result<Lease<LeasedJob>, StoreError> {
+        self.write(move |c| {
+            let taken = jobs::lease(c, now, lease_ms, limit)?;
+            let next_due = if taken.len() < limit {
+                jobs::next_due(c)?
+            } else {
+                None
+            };
+            Ok(Lease { taken, next_due })
+        })
+        .await
     }
 
     pub async fn renew_lease(&self, job: LeasedJob, until: i64) -> Result<bool, StoreError> {
@@ -243,10 +251,6 @@ impl SqliteStore {
 
     pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
         self.write(move |c| jobs::release(c, &job, now)).await
-    }
-
-    pub async fn next_job_due(&self) -> Result<Option<i64>, StoreError> {
-        self.read(jobs::next_due).await
     }
 
     pub async fn known(&self, account: String, sighting: Sighting) -> Result<bool, StoreError> {
@@ -303,13 +307,17 @@ impl SqliteStore {
         now: i64,
         lease_ms: i64,
         limit: usize,
-    ) -> Result<Vec<LeasedEvent>, StoreError> {
-        self.write(move |c| events::lease(c, now, lease_ms, limit))
-            .await
-    }
-
-    pub async fn next_event_due(&self) -> Result<Option<i64>, StoreError> {
-        self.read(events::next_due).await
+    ) -> Result<Lease<LeasedEvent>, StoreError> {
+        self.write(move |c| {
+            let taken = events::lease(c, now, lease_ms, limit)?;
+            let next_due = if taken.len() < limit {
+                events::next_due(c)?
+            } else {
+                None
+            };
+            Ok(Lease { taken, next_due })
+        })
+        .await
     }
 
     pub async fn record_event_outcomes(
