@@ -605,35 +605,38 @@ async fn a_lease_of_fewer_jobs_than_asked_tells_when_the_next_is_due() {
     assert_eq!(idle.next_due, None, "nothing is pending");
 }
 
+/// Runs `order`'s job to a release decided at `at`: one event, due then.
+async fn release_with_an_event(store: &Store, order: &str, at: i64) {
+    store
+        .ingest(delivery(&order_work(order), order))
+        .await
+        .unwrap();
+    let job = store
+        .lease_jobs(unix_ms_now(), 60_000, 1)
+        .await
+        .unwrap()
+        .taken
+        .remove(0);
+    let done = store
+        .finish_job(
+            job,
+            JobOutcome::Done(release(order, "released")),
+            Vec::new(),
+            at,
+            true,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(&done, Finish::Recorded(ids) if ids.len() == 1));
+}
+
 /// As for jobs; an event's lease counts too: the outbox wakes when a lease
 /// it took runs out unrecorded.
 async fn a_lease_of_fewer_events_than_asked_tells_when_the_next_is_due() {
     let s = open().await;
     let t = unix_ms_now();
     for (order, at) in [("11", t), ("12", t + 5_000)] {
-        s.store
-            .ingest(delivery(&order_work(order), order))
-            .await
-            .unwrap();
-        let job = s
-            .store
-            .lease_jobs(unix_ms_now(), 60_000, 1)
-            .await
-            .unwrap()
-            .taken
-            .remove(0);
-        let done = s
-            .store
-            .finish_job(
-                job,
-                JobOutcome::Done(release(order, "released")),
-                Vec::new(),
-                at,
-                true,
-            )
-            .await
-            .unwrap();
-        assert!(matches!(&done, Finish::Recorded(ids) if ids.len() == 1));
+        release_with_an_event(&s.store, order, at).await;
     }
     let early = s.store.lease_events(t - 1_000, 60_000, 4).await.unwrap();
     assert!(early.taken.is_empty());
@@ -661,30 +664,7 @@ async fn two_stores_never_lease_one_event() {
     let s = open().await;
     const EVENTS: usize = 60;
     for i in 0..EVENTS {
-        let order = (200 + i).to_string();
-        s.store
-            .ingest(delivery(&order_work(&order), "x"))
-            .await
-            .unwrap();
-        let job = s
-            .store
-            .lease_jobs(unix_ms_now(), 60_000, 1)
-            .await
-            .unwrap()
-            .taken
-            .remove(0);
-        let done = s
-            .store
-            .finish_job(
-                job,
-                JobOutcome::Done(release(&order, "released")),
-                Vec::new(),
-                unix_ms_now(),
-                true,
-            )
-            .await
-            .unwrap();
-        assert!(matches!(&done, Finish::Recorded(ids) if ids.len() == 1));
+        release_with_an_event(&s.store, &(200 + i).to_string(), unix_ms_now()).await;
     }
     let stores = [s.store.clone(), s.second().await];
     let mut tasks = Vec::new();

@@ -206,13 +206,12 @@ impl SqliteStore {
         limit: usize,
     ) -> Result<Lease<LeasedJob>, StoreError> {
         self.write(move |c| {
-            let taken = jobs::lease(c, now, lease_ms, limit)?;
-            let next_due = if taken.len() < limit {
-                jobs::next_due(c)?
-            } else {
-                None
-            };
-            Ok(Lease { taken, next_due })
+            lease_telling_next_due(
+                c,
+                limit,
+                |c| jobs::lease(c, now, lease_ms, limit),
+                jobs::next_due,
+            )
         })
         .await
     }
@@ -309,13 +308,12 @@ impl SqliteStore {
         limit: usize,
     ) -> Result<Lease<LeasedEvent>, StoreError> {
         self.write(move |c| {
-            let taken = events::lease(c, now, lease_ms, limit)?;
-            let next_due = if taken.len() < limit {
-                events::next_due(c)?
-            } else {
-                None
-            };
-            Ok(Lease { taken, next_due })
+            lease_telling_next_due(
+                c,
+                limit,
+                |c| events::lease(c, now, lease_ms, limit),
+                events::next_due,
+            )
         })
         .await
     }
@@ -582,6 +580,23 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     conn.busy_timeout(Duration::from_secs(5))
         .map_err(open_err)?;
     Ok(conn)
+}
+
+/// Runs `lease` and, when it took fewer than `limit`, `next_due` after it
+/// in the same transaction (what is due once the lease is taken).
+fn lease_telling_next_due<T>(
+    conn: &Connection,
+    limit: usize,
+    lease: impl Fn(&Connection) -> rusqlite::Result<Vec<T>>,
+    next_due: fn(&Connection) -> rusqlite::Result<Option<i64>>,
+) -> rusqlite::Result<Lease<T>> {
+    let taken = lease(conn)?;
+    let next_due = if taken.len() < limit {
+        next_due(conn)?
+    } else {
+        None
+    };
+    Ok(Lease { taken, next_due })
 }
 
 fn spawn_checkpointer(
