@@ -707,17 +707,26 @@ async fn two_stores_never_lease_one_event() {
     assert_eq!(seen.len(), EVENTS, "every event posted once");
 }
 
+/// A store on a database of its own, for a test of PostgreSQL alone
+/// (`None`: no PostgreSQL to test against).
+async fn postgres_store() -> Option<(std::sync::Arc<crate::backends::TestDatabase>, Store)> {
+    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+        return None;
+    };
+    let s = Store::open(&Location::Postgres(pg.url.clone()))
+        .await
+        .unwrap();
+    Some((pg, s))
+}
+
 /// On a new, empty PostgreSQL database (no statistics yet), the generic
 /// plan of the duplicate check is one seek of its own index, not a walk
 /// through every delivery of the account.
 #[tokio::test]
 async fn the_duplicate_check_seeks_its_index_on_a_new_database() {
-    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+    let Some((pg, s)) = postgres_store().await else {
         return;
     };
-    let s = Store::open(&Location::Postgres(pg.url.clone()))
-        .await
-        .unwrap();
     s.close().await;
     let plan = crate::backends::run(&pg.url, |c| async move {
         c.batch_execute(
@@ -747,12 +756,9 @@ async fn the_duplicate_check_seeks_its_index_on_a_new_database() {
 /// so nothing refused at commit is acknowledged.
 #[tokio::test]
 async fn a_delivery_refused_at_its_commit_is_not_acknowledged() {
-    let Some(Backend::Postgres(pg)) = Backend::postgres() else {
+    let Some((pg, s)) = postgres_store().await else {
         return;
     };
-    let s = Store::open(&Location::Postgres(pg.url.clone()))
-        .await
-        .unwrap();
     crate::backends::run(&pg.url, |c| async move {
         c.batch_execute(
             "CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
