@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use pointhook::api::types::PlatformError;
+use pointhook::api::wire::PlatformError;
 use pointhook_sandbox::dispatch::{FIRST_WINDOW, RETRY_OFFSETS, RETRY_WINDOW};
 use pointhook_sandbox::shapes;
 

@@ -425,7 +425,7 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
     }
 }
 
-pub async fn fraud(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<()> {
+pub async fn fraud(store: &Store, cmd: Fraud) -> anyhow::Result<()> {
     use pointhook::domain::Review;
     use pointhook::store::Answer;
     let (id, answer, what) = match cmd {
@@ -460,7 +460,7 @@ pub async fn fraud(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<
         ),
         Fraud::Dismiss { id } => (
             id,
-            store.dismiss_review(id, unix_ms_now(), delivers).await?,
+            store.dismiss_review(id, unix_ms_now()).await?,
             "dismissed: its block is lifted and its order decided again",
         ),
     };

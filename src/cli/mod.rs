@@ -181,8 +181,8 @@ pub fn main() -> ExitCode {
         Command::Events(cmd) => with_store(&config, |store, delivers| async move {
             inspect::events(&store, cmd, delivers).await
         }),
-        Command::Fraud(cmd) => with_store(&config, |store, delivers| async move {
-            inspect::fraud(&store, cmd, delivers).await
+        Command::Fraud(cmd) => with_store(&config, |store, _| async move {
+            inspect::fraud(&store, cmd).await
         }),
         Command::Integrator(cmd) => client::integrator(cmd).map_err(Failure::Runtime),
         Command::Payments(cmd) => client::payments(cmd).map_err(Failure::Runtime),
@@ -222,13 +222,14 @@ where
 {
     let config = load(path)?;
     let location = config.location().map_err(Failure::Config)?;
-    let delivers = config.fulfillment.as_ref().is_some_and(|f| f.url.is_some());
+    let events = config.event_policy();
+    let delivers = events.deliver;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let store = Store::open_client(&location)
+        let store = Store::open_client(&location, pointhook::rules::decision_rules(events))
             .await
             .context("cannot open the database")?;
         f(store, delivers).await

@@ -46,7 +46,8 @@ pub async fn run(config: Config, args: ReconcileArgs) -> anyhow::Result<()> {
         ),
         None => config.accounts.iter().map(|a| a.name.clone()).collect(),
     };
-    let store = Store::open_client(&config.location()?)
+    let rules = pointhook::rules::decision_rules(config.event_policy());
+    let store = Store::open_client(&config.location()?, rules)
         .await
         .context("cannot open the database")?;
     let resolved = config.resolve_accounts()?;

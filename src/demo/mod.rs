@@ -31,6 +31,9 @@ use scenario::{Expect, Scenario, interpolate};
 
 const TOKEN: &str = "TEST-demo-token";
 const DEVICE: &str = "DEMO-DEVICE-1";
+/// Signs the sandbox's webhooks, so its fraud-alert webhook is authenticated
+/// (an IPN alert alone would be held for a person).
+const WEBHOOK_SECRET: &str = "demo-webhook-secret";
 /// Fast enough that a 15-minute retry takes under 2 seconds.
 const TIME_SCALE: f64 = 0.002;
 const EXPECT_WITHIN: Duration = Duration::from_secs(30);
@@ -69,7 +72,7 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
                 token: TOKEN.into(),
                 notification_url: Some(notifications.clone()),
                 webhook_url: Some(notifications.clone()),
-                webhook_secret: None,
+                webhook_secret: Some(WEBHOOK_SECRET.into()),
                 email: Some("merchant@shop.example".into()),
                 groups: None,
                 devices: vec![DEVICE.into()],
@@ -88,6 +91,7 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
     let toml = format!(
         "[server]\nlisten = \"{ph_addr}\"\n[storage]\npath = {db:?}\n[api]\nbase_url = \"{sb_url}\"\n\
          [[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n\
+         webhook_secret = \"{WEBHOOK_SECRET}\"\n\
          [fulfillment]\nurl = \"http://{merchant_addr}/events\"\nsecret = \"whsec_ZGVtby1zZWNyZXQ=\"\n",
         db = dir.path().join("pointhook.db").display().to_string()
     );

@@ -2,8 +2,8 @@
 //! back, row for row, through the real binary; what it refuses.
 
 use pointhook::domain::{
-    Decision, Effects, EventType, Guard, HeldAlert, Kind, Mark, MerchantOrderId, OrderSeen,
-    PaymentId, SignatureStatus, Slot, Work,
+    Decision, Effects, EventType, Guard, Kind, Mark, MerchantOrderId, OrderSeen, PaymentId, Review,
+    ReviewMark, SignatureStatus, Slot, Work,
 };
 use pointhook::store::{
     FetchRow, JobOutcome, Location, NewDelivery, NewJob, Store, fingerprint, unix_ms_now,
@@ -30,7 +30,9 @@ fn copy_store(from: &str, to: &str) -> (bool, String, String) {
 /// bodies that are not UTF-8 or absent, times at the end of the range, a
 /// re-run pending, text from outside.
 async fn fill(location: &Location) {
-    let store = Store::open(location).await.unwrap();
+    let store = Store::open(location, crate::helpers::rules())
+        .await
+        .unwrap();
     let now = unix_ms_now();
     for i in 0..25u32 {
         let order = format!("{}", 4000 + i);
@@ -58,6 +60,7 @@ async fn fill(location: &Location) {
                 remote_addr: "127.0.0.1:9".into(),
                 fingerprint: fingerprint("default", Kind::Webhook, "t", &order, body),
                 signature: SignatureStatus::NotChecked,
+                signature_key: None,
                 job: Some(NewJob::for_work(&work)),
             })
             .await
@@ -81,6 +84,7 @@ async fn fill(location: &Location) {
                 guards: vec![Guard::OrderNotReleased(id.clone())],
                 marks: vec![Mark::OrderReleased(id.clone())],
                 slot: Slot::Once,
+                reason: "test".into(),
             }],
             orders: vec![OrderSeen {
                 order_id: id.clone(),
@@ -99,16 +103,21 @@ async fn fill(location: &Location) {
                     Mark::OrderBlocked {
                         order: id.clone(),
                         alert: format!("alert-{order}"),
+                        unauthenticated: true,
                     },
-                    Mark::HoldForReview(HeldAlert {
+                    Mark::Review(ReviewMark {
                         job_key: job.key.clone(),
+                        round: 1,
                         alert: format!("alert-{order}"),
+                        state: Review::Held,
+                        delivery_id: Some(3),
                         merchant_order: Some(id.clone()),
                         payment: Some(PaymentId::parse("123").unwrap()),
                         reason: "unauthenticated".into(),
                     }),
                 ],
                 slot: Slot::Once,
+                reason: "test".into(),
             };
         }
         let outcome = if order.ends_with('3') {
@@ -127,10 +136,7 @@ async fn fill(location: &Location) {
             elapsed_ms: 12,
             at: now,
         }];
-        store
-            .finish_job(job, outcome, fetches, now, true)
-            .await
-            .unwrap();
+        store.finish_job(job, outcome, fetches, now).await.unwrap();
     }
     store.close().await;
 }
@@ -236,7 +242,9 @@ async fn sqlite_to_sqlite_and_what_is_refused() {
         "no database at",
     );
     // A file a server owns is not copied from.
-    let store = Store::open(&Location::Sqlite(first.clone())).await.unwrap();
+    let store = Store::open(&Location::Sqlite(first.clone()), crate::helpers::rules())
+        .await
+        .unwrap();
     refused(
         from,
         dir.path().join("d.db").to_str().unwrap(),

@@ -22,7 +22,7 @@ on_both_backends!(
     a_confirmed_alert_is_refunded,
     a_dismissed_alert_unblocks_and_the_order_is_released,
     an_order_stays_blocked_while_any_alert_stands,
-    an_account_without_a_secret_may_ask_to_hold,
+    by_default_an_unauthenticated_alert_is_held,
     an_alert_naming_nothing_is_resolved_and_held,
 );
 
@@ -47,7 +47,7 @@ async fn alert(app: &TestApp) {
 }
 
 async fn a_pending_payment_is_cancelled_and_the_order_blocked() {
-    let (api, app, _) = setup(TestConfig::default()).await;
+    let (api, app, _) = setup(TestConfig::acting()).await;
     api.payment(PAYMENT, "in_process", "250", Some(ORDER));
     alert(&app).await;
     assert_eq!(app.event_types(), ["order.blocked", "payment.cancelled"]);
@@ -65,7 +65,7 @@ async fn a_pending_payment_is_cancelled_and_the_order_blocked() {
 }
 
 async fn an_approved_payment_is_refunded_once_with_the_same_key_on_a_retry() {
-    let (api, app, clock) = setup(TestConfig::default()).await;
+    let (api, app, clock) = setup(TestConfig::acting()).await;
     api.payment(PAYMENT, "approved", "250", Some(ORDER));
     let refunds = "/v1/payments/23064274473/refunds";
     api.fail_next_call("POST", refunds, 1, slow(Duration::from_secs(3)))
@@ -95,7 +95,7 @@ async fn an_approved_payment_is_refunded_once_with_the_same_key_on_a_retry() {
 }
 
 async fn a_refused_cancel_is_cancel_failed() {
-    let (api, app, _) = setup(TestConfig::default()).await;
+    let (api, app, _) = setup(TestConfig::acting()).await;
     api.payment(PAYMENT, "pending", "250", Some(ORDER));
     api.fail_next_call("PUT", "/v1/payments/23064274473", 1, status(400))
         .await;
@@ -113,31 +113,49 @@ async fn a_refused_cancel_is_cancel_failed() {
     app.stop().await;
 }
 
+/// The reviews a person sees, in every state, as the admin API lists them.
+async fn reviews(app: &TestApp, state: &str) -> Vec<serde_json::Value> {
+    let (status, body) = app
+        .admin("GET", &format!("/api/fraud-reviews?state={state}"), ADMIN)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body.as_array().unwrap().clone()
+}
+
+/// A rejected alert: nothing blocked, nothing told, no money moved; kept
+/// for a person and counted.
+async fn assert_rejected(api: &FakeApi, app: &TestApp, reason: &str, words: &str) {
+    assert!(app.event_types().is_empty(), "{:?}", app.event_types());
+    assert_eq!(app.count("SELECT count(*) FROM order_blocks"), 0);
+    assert!(api.changes().await.is_empty());
+    let kept = reviews(app, "rejected").await;
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(
+        kept[0]["reason"].as_str().unwrap().contains(words),
+        "{kept:?}"
+    );
+    let series =
+        format!("pointhook_fraud_alerts_rejected_total{{account=\"default\",reason=\"{reason}\"}}");
+    assert_eq!(metric(app, ADMIN, &series).await, 1);
+}
+
 async fn a_payment_of_another_order_is_rejected_and_nothing_called() {
-    let (api, app, _) = setup(TestConfig::default()).await;
+    let (api, app, _) = setup(TestConfig::acting().admin(ADMIN)).await;
     api.payment(PAYMENT, "approved", "250", Some("1111"));
     alert(&app).await;
-    assert_eq!(app.event_types(), ["fraud_alert.rejected"]);
-    assert!(
-        app.events()[0].1["reason"]
-            .as_str()
-            .unwrap()
-            .contains("order 1111")
-    );
-    assert!(api.changes().await.is_empty());
+    assert_rejected(&api, &app, "payment_not_in_order", "order 1111").await;
     app.stop().await;
 }
 
 async fn an_unknown_payment_is_rejected() {
-    let (api, app, _) = setup(TestConfig::default()).await;
+    let (api, app, _) = setup(TestConfig::acting().admin(ADMIN)).await;
     alert(&app).await;
-    assert_eq!(app.event_types(), ["fraud_alert.rejected"]);
-    assert!(api.changes().await.is_empty());
+    assert_rejected(&api, &app, "payment_not_found", "no payment").await;
     app.stop().await;
 }
 
 async fn after_release_only_a_person_is_told() {
-    let (api, app, _) = setup(TestConfig::default()).await;
+    let (api, app, _) = setup(TestConfig::acting()).await;
     api.payment(PAYMENT, "approved", "250", Some(ORDER));
     api.order(ORDER, "250", &[(PAYMENT, "250", "approved")], None);
     app.post("topic=merchant_order&id=4945357007", &[], None)
@@ -156,7 +174,7 @@ async fn after_release_only_a_person_is_told() {
 }
 
 async fn an_approval_after_the_block_releases_nothing() {
-    let (api, app, _) = setup(TestConfig::default()).await;
+    let (api, app, _) = setup(TestConfig::acting()).await;
     api.payment(PAYMENT, "in_process", "250", Some(ORDER));
     alert(&app).await;
     api.payment(PAYMENT, "approved", "250", Some(ORDER));
@@ -179,7 +197,7 @@ async fn an_approval_after_the_block_releases_nothing() {
 }
 
 async fn two_alerts_for_one_order_undo_both_payments() {
-    let (api, app, _) = setup(TestConfig::default()).await;
+    let (api, app, _) = setup(TestConfig::acting()).await;
     api.payment(PAYMENT, "in_process", "250", Some(ORDER));
     api.payment("1001", "approved", "100", Some(ORDER));
     alert(&app).await;
@@ -200,7 +218,7 @@ async fn two_alerts_for_one_order_undo_both_payments() {
     app.stop().await;
 }
 
-const ADMIN: &str = "admin-token";
+const ADMIN: &str = "admin-token-for-the-fraud-tests-0123456789";
 
 /// An account with a webhook secret, an admin listener and the API.
 async fn secured(extra_account: &str) -> (FakeApi, TestApp, Arc<ManualClock>) {
@@ -215,10 +233,14 @@ async fn secured(extra_account: &str) -> (FakeApi, TestApp, Arc<ManualClock>) {
     .await
 }
 
-/// The fraud-alert webhook signed over its payment: authenticated.
+/// The fraud-alert webhook signed now over its payment: authenticated.
 fn signed_alert() -> Fixture {
     let f = fixture("webhook-fraud-alert.json");
-    let sig = pointhook::http::verify::sign(SECRET.as_bytes(), Some(PAYMENT), None, 1);
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let sig = pointhook::http::verify::sign(SECRET.as_bytes(), Some(PAYMENT), None, now);
     Fixture {
         headers: vec![
             ("content-type".into(), "application/json".into()),
@@ -359,13 +381,15 @@ async fn a_dismissed_alert_unblocks_and_the_order_is_released() {
         ]
     );
     assert!(api.changes().await.is_empty());
-    // The platform sends the IPN alert again on its schedule: nothing new.
-    alert(&app).await;
-    assert_eq!(app.events().len(), 4);
     let (status, body) = app
         .admin("GET", "/api/fraud-reviews?state=dismissed", ADMIN)
         .await;
     assert_eq!((status, body.as_array().unwrap().len()), (200, 1));
+    // A later alert is not covered by the dismissal, but the goods are
+    // gone now: a person is told, nothing is undone.
+    alert(&app).await;
+    assert_eq!(app.event_types()[4..], ["order.fraud_after_release"]);
+    assert!(api.changes().await.is_empty());
     app.stop().await;
 }
 
@@ -399,16 +423,10 @@ async fn an_order_stays_blocked_while_any_alert_stands() {
     app.stop().await;
 }
 
-/// Without a secret the seed's behaviour stays, unless the account asks to
-/// hold.
-async fn an_account_without_a_secret_may_ask_to_hold() {
-    let (api, app, _) = setup(TestConfig {
-        accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n\
-                   fraud_unauthenticated = \"hold\"\n"
-            .into(),
-        ..Default::default()
-    })
-    .await;
+/// The shipped default, with or without a secret: a forged IPN alert
+/// blocks, holds for a person, and moves no money.
+async fn by_default_an_unauthenticated_alert_is_held() {
+    let (api, app, _) = setup(TestConfig::default()).await;
     api.payment(PAYMENT, "in_process", "250", Some(ORDER));
     alert(&app).await;
     assert_eq!(
@@ -422,7 +440,7 @@ async fn an_account_without_a_secret_may_ask_to_hold() {
 /// A delivery_cancellation IPN whose body names nothing is kept; its job
 /// learns from the API what its id is, blocks, and waits for a person.
 async fn an_alert_naming_nothing_is_resolved_and_held() {
-    let (api, app, _) = setup(TestConfig::default()).await;
+    let (api, app, _) = setup(TestConfig::acting().admin(ADMIN)).await;
     api.payment("58980959081", "approved", "250", Some(ORDER));
     for name in [
         "ipn-delivery-cancellation-no-body.json",
@@ -442,16 +460,17 @@ async fn an_alert_naming_nothing_is_resolved_and_held() {
         events[1].1["reason"]
             .as_str()
             .unwrap()
-            .contains("resolved from its id")
+            .contains("learnt from the API")
     );
     assert!(
         api.changes().await.is_empty(),
         "even an account that acts holds these"
     );
-    // An id the API does not know is rejected.
+    // An id the API does not know is rejected: nothing more is told.
     app.post("topic=delivery_cancellation&id=404", &[], None)
         .await;
     app.run_jobs().await;
-    assert_eq!(app.events().last().unwrap().0, "fraud_alert.rejected");
+    assert_eq!(app.events().len(), 2);
+    assert_eq!(reviews(&app, "rejected").await.len(), 1);
     app.stop().await;
 }

@@ -69,6 +69,17 @@ impl TestConfig {
         }
     }
 
+    /// An account that opted into `fraud_unauthenticated = "act"`: a
+    /// verified alert undoes the payment without a person.
+    pub fn acting() -> Self {
+        TestConfig {
+            accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n\
+                       fraud_unauthenticated = \"act\"\n"
+                .into(),
+            ..Default::default()
+        }
+    }
+
     pub fn at_unix(mut self, secs: u64) -> Self {
         self.clock = Arc::new(FixedClock(
             SystemTime::UNIX_EPOCH + Duration::from_secs(secs),
@@ -78,6 +89,12 @@ impl TestConfig {
 
     pub fn extra(mut self, toml: &str) -> Self {
         self.extra.push_str(toml);
+        self
+    }
+
+    /// Serves the admin listener with `token`.
+    pub fn admin(mut self, token: &str) -> Self {
+        self.admin_token = Some(token.into());
         self
     }
 
@@ -134,6 +151,19 @@ pub struct TestApp {
     pub shutdown: CancellationToken,
     pub task: JoinHandle<anyhow::Result<()>>,
     _dir: TempDir,
+}
+
+/// Now, in seconds since the epoch (for signatures made now).
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// The rules a store opened by a test decides with (events delivered).
+pub fn rules() -> pointhook::domain::verdict::DecisionRules {
+    pointhook::rules::decision_rules(pointhook::domain::verdict::EventPolicy { deliver: true })
 }
 
 pub fn init_logs() {
@@ -328,6 +358,19 @@ impl TestApp {
             Some(body.to_string().as_bytes()),
         )
         .await
+    }
+
+    /// A JSON body with `headers` besides its content type.
+    pub async fn post_json_with(
+        &self,
+        query: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> reqwest::Response {
+        let mut all = vec![("content-type", "application/json")];
+        all.extend_from_slice(headers);
+        self.post(query, &all, Some(body.to_string().as_bytes()))
+            .await
     }
 
     pub async fn post_fixture(&self, f: &Fixture) -> reqwest::Response {

@@ -12,6 +12,7 @@ mod coalescing;
 mod copy;
 mod durability;
 mod errors;
+mod forgery;
 mod fraud;
 mod ingest;
 mod operations;

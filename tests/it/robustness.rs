@@ -131,6 +131,7 @@ fn a_decision(key: &str) -> Effects {
         guards: vec![],
         marks: vec![],
         slot: Slot::Once,
+        reason: "test".into(),
     })
 }
 
@@ -170,14 +171,13 @@ async fn a_run_that_lost_its_lease_records_nothing() {
             JobOutcome::Done(a_decision("first")),
             vec![],
             now,
-            false,
         )
         .await
         .unwrap();
     assert_eq!(lost, Finish::LeaseLost);
     let lost = app
         .store
-        .record_effects(first.clone(), a_decision("first-step"), now, false)
+        .record_effects(first.clone(), a_decision("first-step"), now)
         .await
         .unwrap();
     assert_eq!(lost, Finish::LeaseLost);
@@ -196,13 +196,7 @@ async fn a_run_that_lost_its_lease_records_nothing() {
     );
     let done = app
         .store
-        .finish_job(
-            second,
-            JobOutcome::Done(a_decision("second")),
-            vec![],
-            now,
-            false,
-        )
+        .finish_job(second, JobOutcome::Done(a_decision("second")), vec![], now)
         .await
         .unwrap();
     assert!(

@@ -183,13 +183,24 @@ async fn a_fraud_alert_with_a_bad_signature_is_kept_unverified() {
     // Unsigned, it is kept as unverified too (the platform never resends it).
     assert_eq!(post(None).await.0, 200);
 
-    // A validly signed copy that follows authenticates the job's work.
-    let good = pointhook::http::verify::sign(SECRET.as_bytes(), Some("23064274473"), None, 1);
+    // A validly signed copy made two hours ago authenticates nothing: the
+    // platform sends an alert once, so an honest signature is fresh.
+    let two_hours_ago = unix_now() - 7200;
+    let stale =
+        pointhook::http::verify::sign(SECRET.as_bytes(), Some("23064274473"), None, two_hours_ago);
+    assert_eq!(post(Some(stale)).await.0, 200);
+    let (statuses, authenticated, _) = alert_state(&app);
+    assert_eq!(statuses[2], SignatureStatus::Valid);
+    assert!(!authenticated);
+
+    // A freshly signed copy that follows authenticates the job's work.
+    let good =
+        pointhook::http::verify::sign(SECRET.as_bytes(), Some("23064274473"), None, unix_now());
     let (status, body) = post(Some(good)).await;
     assert_eq!(status, 200);
     let verified_id = body["delivery_id"].as_i64().unwrap();
     let (statuses, authenticated, input) = alert_state(&app);
-    assert_eq!(statuses[2], SignatureStatus::Valid);
+    assert_eq!(statuses[3], SignatureStatus::Valid);
     assert!(authenticated);
     assert_eq!(input, verified_id);
 

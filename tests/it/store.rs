@@ -48,7 +48,9 @@ async fn open() -> Opened {
         Backend::Sqlite => Location::Sqlite(dir.path().join("store.db")),
         Backend::Postgres(pg) => Location::Postgres(pg.url.clone()),
     };
-    let store = Store::open(&location).await.expect("store opens");
+    let store = Store::open(&location, crate::helpers::rules())
+        .await
+        .expect("store opens");
     Opened {
         store,
         location,
@@ -63,7 +65,9 @@ impl Opened {
     async fn second(&self) -> Store {
         match &self.location {
             Location::Sqlite(_) => self.store.clone(),
-            Location::Postgres(_) => Store::open(&self.location).await.unwrap(),
+            Location::Postgres(_) => Store::open(&self.location, crate::helpers::rules())
+                .await
+                .unwrap(),
         }
     }
 }
@@ -97,6 +101,7 @@ fn delivery(work: &Work, body: &str) -> NewDelivery {
             body.as_bytes(),
         ),
         signature: SignatureStatus::NotChecked,
+        signature_key: None,
         job: Some(NewJob::for_work(work)),
     }
 }
@@ -116,6 +121,7 @@ fn release(order: &str, key: &str) -> Effects {
             ],
             marks: vec![Mark::OrderReleased(id.clone())],
             slot: Slot::Once,
+            reason: "test".into(),
         }],
         orders: vec![OrderSeen {
             order_id: id,
@@ -261,7 +267,6 @@ async fn a_run_whose_lease_moved_on_records_nothing() {
             JobOutcome::Done(release("7", "released")),
             Vec::new(),
             now + 20,
-            true,
         )
         .await
         .unwrap();
@@ -296,7 +301,6 @@ async fn a_run_whose_lease_moved_on_records_nothing() {
             JobOutcome::Done(release("7", "released")),
             Vec::new(),
             now + 30,
-            true,
         )
         .await
         .unwrap();
@@ -357,7 +361,6 @@ async fn a_job_notified_while_it_ran_wakes_the_worker_when_it_finishes() {
             JobOutcome::Done(release("33", "released")),
             Vec::new(),
             now + 10,
-            true,
         )
         .await
         .unwrap();
@@ -401,7 +404,6 @@ async fn one_decision_per_key_however_many_runs_race() {
                     JobOutcome::Done(release("9", "released")),
                     Vec::new(),
                     unix_ms_now(),
-                    true,
                 )
                 .await
                 .unwrap()
@@ -444,7 +446,6 @@ async fn an_order_is_released_once_by_racing_decisions() {
             JobOutcome::Done(known),
             Vec::new(),
             unix_ms_now(),
-            true,
         )
         .await
         .unwrap();
@@ -477,7 +478,6 @@ async fn an_order_is_released_once_by_racing_decisions() {
                     }),
                     Vec::new(),
                     unix_ms_now(),
-                    true,
                 )
                 .await
                 .unwrap()
@@ -492,12 +492,13 @@ async fn an_order_is_released_once_by_racing_decisions() {
         emitted += t.await.unwrap();
     }
     assert_eq!(emitted, 1, "released once");
-    let (released, blocked) = s
+    let order = s
         .store
-        .order_flags("default".into(), "99".into())
+        .get_order("default".into(), "99".into())
         .await
+        .unwrap()
         .unwrap();
-    assert!(released && !blocked);
+    assert!(order.released_at.is_some() && !order.blocked);
 }
 
 /// Within one job, a decision's mark holds for the guards of the next
@@ -524,7 +525,6 @@ async fn a_job_sees_its_own_marks_and_keeps_amounts_it_did_not_see() {
             JobOutcome::Done(twice),
             Vec::new(),
             unix_ms_now(),
-            true,
         )
         .await
         .unwrap();
@@ -551,7 +551,6 @@ async fn a_job_sees_its_own_marks_and_keeps_amounts_it_did_not_see() {
             JobOutcome::Done(guard_only),
             Vec::new(),
             unix_ms_now(),
-            true,
         )
         .await
         .unwrap();
@@ -623,7 +622,6 @@ async fn release_with_an_event(store: &Store, order: &str, at: i64) {
             JobOutcome::Done(release(order, "released")),
             Vec::new(),
             at,
-            true,
         )
         .await
         .unwrap();
@@ -713,7 +711,7 @@ async fn postgres_store() -> Option<(std::sync::Arc<crate::backends::TestDatabas
     let Some(Backend::Postgres(pg)) = Backend::postgres() else {
         return None;
     };
-    let s = Store::open(&Location::Postgres(pg.url.clone()))
+    let s = Store::open(&Location::Postgres(pg.url.clone()), crate::helpers::rules())
         .await
         .unwrap();
     Some((pg, s))
@@ -793,8 +791,12 @@ async fn two_instances() -> Option<(std::sync::Arc<crate::backends::TestDatabase
         return None;
     };
     let location = Location::Postgres(pg.url.clone());
-    let a = Store::open(&location).await.unwrap();
-    let b = Store::open(&location).await.unwrap();
+    let a = Store::open(&location, crate::helpers::rules())
+        .await
+        .unwrap();
+    let b = Store::open(&location, crate::helpers::rules())
+        .await
+        .unwrap();
     listeners(&pg.url, 2).await;
     Some((pg, a, b))
 }
@@ -886,7 +888,6 @@ async fn other_instances_are_woken_by_the_listener_after_the_commit() {
             JobOutcome::Done(release("31", "released")),
             Vec::new(),
             unix_ms_now(),
-            true,
         )
         .await
         .unwrap();
@@ -966,9 +967,12 @@ async fn one_store_leads_at_a_time() {
 #[tokio::test]
 async fn the_sole_owner_of_a_sqlite_file_always_leads() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Store::open(&Location::Sqlite(dir.path().join("lead.db")))
-        .await
-        .unwrap();
+    let s = Store::open(
+        &Location::Sqlite(dir.path().join("lead.db")),
+        crate::helpers::rules(),
+    )
+    .await
+    .unwrap();
     let first = s.lead().await.unwrap().expect("leads");
     assert!(s.lead().await.unwrap().is_some());
     first.release().await;
@@ -986,7 +990,9 @@ async fn the_sqlite_wal_file_is_cut_back_once_it_starts_over() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("wal.db");
     let wal = dir.path().join("wal.db-wal");
-    let store = Store::open(&Location::Sqlite(path.clone())).await.unwrap();
+    let store = Store::open(&Location::Sqlite(path.clone()), crate::helpers::rules())
+        .await
+        .unwrap();
     let wal_len = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
     // A reader holding its snapshot keeps every checkpoint from finishing,
     // so the WAL cannot start over early: it grows past the bound whatever

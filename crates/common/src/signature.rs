@@ -33,11 +33,35 @@ pub enum IdForm {
 }
 
 /// A signature that matched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
     pub id_form: IdForm,
     /// Which of the account's secrets made it (rotation, test vs live).
     pub secret: usize,
+    /// Its `ts`, in seconds (a value in milliseconds is read as such).
+    pub ts_secs: u64,
+    /// `{ts}:{v1}` as sent: the same text on two deliveries means one
+    /// signature was replayed.
+    pub key: String,
+}
+
+impl Verified {
+    /// Whether it was made within `window` of `now`.
+    pub fn fresh(&self, now: SystemTime, window: Duration) -> bool {
+        let now_secs = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        now_secs.abs_diff(self.ts_secs) <= window.as_secs()
+    }
+}
+
+/// `ts` in seconds: values of 10^12 and over are milliseconds.
+fn seconds(ts: u64) -> u64 {
+    if ts >= 1_000_000_000_000 {
+        ts / 1000
+    } else {
+        ts
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -109,35 +133,26 @@ pub fn verify(
         .map(str::to_ascii_lowercase)
         .filter(|l| Some(l.as_str()) != data_id);
     let verified = secrets.iter().enumerate().find_map(|(i, secret)| {
-        if matches(secret, data_id) {
-            Some(Verified {
-                id_form: IdForm::AsReceived,
-                secret: i,
-            })
+        let id_form = if matches(secret, data_id) {
+            IdForm::AsReceived
         } else if lower.is_some() && matches(secret, lower.as_deref()) {
-            Some(Verified {
-                id_form: IdForm::Lowercased,
-                secret: i,
-            })
+            IdForm::Lowercased
         } else {
-            None
-        }
+            return None;
+        };
+        Some(Verified {
+            id_form,
+            secret: i,
+            ts_secs: seconds(ts),
+            key: format!("{ts_raw}:{}", hex::encode(&v1)),
+        })
     });
     let verified = verified.ok_or(SignatureError::Mismatch)?;
 
-    if let Some(tolerance) = tolerance {
-        // Values of 10^12 and over are milliseconds.
-        let ts_secs = if ts >= 1_000_000_000_000 {
-            ts / 1000
-        } else {
-            ts
-        };
-        let now_secs = now
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        if now_secs.abs_diff(ts_secs) > tolerance.as_secs() {
-            return Err(SignatureError::Stale(tolerance.as_secs()));
-        }
+    if let Some(tolerance) = tolerance
+        && !verified.fresh(now, tolerance)
+    {
+        return Err(SignatureError::Stale(tolerance.as_secs()));
     }
     Ok(verified)
 }

@@ -96,16 +96,19 @@ impl App {
                     .with_context(|| format!("cannot listen on {} (admin.listen)", a.listen))?,
             ),
         };
-        let store = Store::open(&config.location()?)
-            .await
-            .context("cannot open storage")?;
+        let fulfillment_url = config.fulfillment.as_ref().and_then(|f| f.url.clone());
+        let store = Store::open(
+            &config.location()?,
+            rules::decision_rules(config.event_policy()),
+        )
+        .await
+        .context("cannot open storage")?;
         let accounts = config.resolve_accounts()?;
         let metrics = Arc::new(metrics::Metrics::new());
         let api = Arc::new(
             ApiClient::new(&config.api, &accounts, metrics.clone())
                 .context("cannot build the API client")?,
         );
-        let fulfillment_url = config.fulfillment.as_ref().and_then(|f| f.url.clone());
         let worker = Arc::new(Worker::new(
             store.clone(),
             api.clone(),
@@ -115,10 +118,15 @@ impl App {
                 max_attempts: config.worker.max_attempts,
                 lease: Duration::from_secs(config.worker.lease_secs),
                 drain: Duration::from_secs(config.server.drain_timeout_secs),
-                deliver_events: fulfillment_url.is_some(),
-                alerts: accounts
+                fraud: accounts
                     .iter()
-                    .map(|a| (a.name.clone(), a.unauthenticated_alerts()))
+                    .map(|a| {
+                        let policy = rules::fraud::Policy {
+                            unauthenticated: a.fraud_unauthenticated,
+                            blocks_per_hour: a.fraud_blocks_per_hour,
+                        };
+                        (a.name.clone(), policy)
+                    })
                     .collect(),
                 metrics: metrics.clone(),
             },

@@ -38,6 +38,12 @@ pub struct MissedLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RejectedLabels {
+    pub account: String,
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
     pub outcome: &'static str,
 }
@@ -62,6 +68,7 @@ pub struct Metrics {
     missed: Family<MissedLabels, Counter>,
     job_runs: Family<OutcomeLabel, Counter>,
     reconcile_passes: Family<OutcomeLabel, Counter>,
+    fraud_rejected: Family<RejectedLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -156,8 +163,15 @@ impl Metrics {
             "Sweeper passes over every account that ended, by how: ok, failed",
             reconcile_passes.clone(),
         );
+        let fraud_rejected = Family::<RejectedLabels, Counter>::default();
+        registry.register(
+            "fraud_alerts_rejected",
+            "Fraud alerts the API did not confirm (nothing blocked, nothing told), by account and reason",
+            fraud_rejected.clone(),
+        );
         Metrics {
             registry,
+            fraud_rejected,
             deliveries,
             ack_seconds,
             signature_failures,
@@ -177,6 +191,15 @@ impl Metrics {
     pub fn reconcile_pass(&self, outcome: &'static str) {
         self.reconcile_passes
             .get_or_create(&OutcomeLabel { outcome })
+            .inc();
+    }
+
+    pub fn fraud_alert_rejected(&self, account: &str, reason: &'static str) {
+        self.fraud_rejected
+            .get_or_create(&RejectedLabels {
+                account: account.to_string(),
+                reason,
+            })
             .inc();
     }
 

@@ -4,7 +4,7 @@
 //! permanent.
 
 pub mod search;
-pub mod types;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -17,10 +17,9 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use crate::config::{Account, ApiConfig};
+use crate::domain::platform::{Chargeback, MerchantOrder, Payment, PaymentIntent, PlatformOrder};
 use crate::domain::{ChargebackId, Id, IntentId, MerchantOrderId, PaymentId, PlatformOrderId};
-use types::{
-    Chargeback, Identified, MerchantOrder, Payment, PaymentIntent, PlatformError, PlatformOrder,
-};
+use wire::{Identified, PlatformError};
 
 /// One API call, kept for the operator's history of a job.
 #[derive(Debug, Clone)]
@@ -309,7 +308,7 @@ impl ApiClient {
     }
 
     pub async fn payment(&self, account: &str, id: &PaymentId) -> Result<Payment, ApiError> {
-        self.get(account, Endpoint::Payment, "/v1/payments/{id}", id)
+        self.get::<wire::Payment, _, _>(account, Endpoint::Payment, "/v1/payments/{id}", id)
             .await
     }
 
@@ -318,7 +317,7 @@ impl ApiClient {
         account: &str,
         id: &MerchantOrderId,
     ) -> Result<MerchantOrder, ApiError> {
-        self.get(
+        self.get::<wire::MerchantOrder, _, _>(
             account,
             Endpoint::MerchantOrder,
             "/merchant_orders/{id}",
@@ -332,8 +331,13 @@ impl ApiClient {
         account: &str,
         id: &ChargebackId,
     ) -> Result<Chargeback, ApiError> {
-        self.get(account, Endpoint::Chargeback, "/v1/chargebacks/{id}", id)
-            .await
+        self.get::<wire::Chargeback, _, _>(
+            account,
+            Endpoint::Chargeback,
+            "/v1/chargebacks/{id}",
+            id,
+        )
+        .await
     }
 
     pub async fn payment_intent(
@@ -341,8 +345,13 @@ impl ApiClient {
         account: &str,
         id: &IntentId,
     ) -> Result<PaymentIntent, ApiError> {
-        self.get(account, Endpoint::PaymentIntent, &self.intent_path, id)
-            .await
+        self.get::<wire::PaymentIntent, _, _>(
+            account,
+            Endpoint::PaymentIntent,
+            &self.intent_path,
+            id,
+        )
+        .await
     }
 
     /// An order of the Orders API.
@@ -351,8 +360,13 @@ impl ApiClient {
         account: &str,
         id: &PlatformOrderId,
     ) -> Result<PlatformOrder, ApiError> {
-        self.get(account, Endpoint::PlatformOrder, "/v1/orders/{id}", id)
-            .await
+        self.get::<wire::PlatformOrder, _, _>(
+            account,
+            Endpoint::PlatformOrder,
+            "/v1/orders/{id}",
+            id,
+        )
+        .await
     }
 
     /// Cancels an order of the Orders API. `idempotency_key` makes a
@@ -568,14 +582,14 @@ impl ApiClient {
 
     /// GETs the resource `id` at `template` and checks that the answer is
     /// that resource.
-    async fn get<T: DeserializeOwned + Identified, K>(
+    async fn get<W: DeserializeOwned + Identified + Into<D>, D, K>(
         &self,
         account: &str,
         endpoint: Endpoint,
         template: &str,
         id: &Id<K>,
-    ) -> Result<T, ApiError> {
-        let resource: T = self
+    ) -> Result<D, ApiError> {
+        let resource: W = self
             .call(
                 account,
                 endpoint,
@@ -593,7 +607,7 @@ impl ApiClient {
                 got: resource.id_text().to_string(),
             });
         }
-        Ok(resource)
+        Ok(resource.into())
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -4,7 +4,8 @@
 
 use serde::Deserialize;
 
-use super::types::{OrderRef, PaymentStatus, loose_ids, null_as_default};
+use super::wire::{OrderRef, loose_ids, null_as_default};
+use crate::domain::platform::PaymentStatus;
 use crate::domain::{ChargebackId, IntentId, MerchantOrderId, PaymentId};
 
 /// `GET /v1/payments/search`: `{"paging":{…},"results":[…]}`.
@@ -40,6 +41,7 @@ fn loose_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D:
 #[derive(Debug, Clone, Deserialize)]
 pub struct FoundPayment {
     pub id: PaymentId,
+    #[serde(deserialize_with = "super::wire::payment_status")]
     pub status: PaymentStatus,
     #[serde(default)]
     pub date_last_updated: Option<String>,

@@ -144,10 +144,15 @@ pub struct AccountConfig {
     /// secret is set); false accepts them and records them as unsigned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub require_signature: Option<bool>,
-    /// Without secrets: `act` on verified fraud alerts (block, cancel or
-    /// refund) or `hold` them for a person.
+    /// What a verified fraud alert that is not authenticated does: `hold`
+    /// (block, move no money, wait for a person; the default) or `act`
+    /// (block and cancel or refund: an opt-in, warned about).
     #[serde(default)]
     pub fraud_unauthenticated: UnauthenticatedAlerts,
+    /// Blocks that unauthenticated fraud alerts may place per hour; past
+    /// it they are held without blocking.
+    #[serde(default = "defaults::fraud_blocks_per_hour")]
+    pub fraud_unauthenticated_blocks_per_hour: u32,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -294,6 +299,11 @@ mod defaults {
     pub fn fulfillment_max_in_flight() -> usize {
         64
     }
+    /// Ten blocks an hour: more than a shop sees of real alerts, few
+    /// enough that a flood of forged ones stalls few orders.
+    pub fn fraud_blocks_per_hour() -> u32 {
+        10
+    }
     pub fn admin_listen() -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], 8081))
     }
@@ -310,18 +320,7 @@ pub struct Account {
     pub signature_tolerance: Option<std::time::Duration>,
     pub require_signature: bool,
     pub fraud_unauthenticated: UnauthenticatedAlerts,
-}
-
-impl Account {
-    /// What the fraud policy sees of the account: with secrets, an alert
-    /// that is not authenticated never moves money on its own.
-    pub fn unauthenticated_alerts(&self) -> UnauthenticatedAlerts {
-        if self.webhook_secrets.is_empty() {
-            self.fraud_unauthenticated
-        } else {
-            UnauthenticatedAlerts::Hold
-        }
-    }
+    pub fraud_blocks_per_hour: u32,
 }
 
 impl Config {
@@ -620,6 +619,7 @@ impl Config {
                         .then(|| std::time::Duration::from_secs(a.signature_tolerance_secs)),
                     require_signature,
                     fraud_unauthenticated: a.fraud_unauthenticated,
+                    fraud_blocks_per_hour: a.fraud_unauthenticated_blocks_per_hour,
                     webhook_secrets,
                 })
             })
@@ -694,6 +694,16 @@ impl Config {
                 ));
             }
         }
+        for a in self
+            .accounts
+            .iter()
+            .filter(|a| a.fraud_unauthenticated == UnauthenticatedAlerts::Act)
+        {
+            out.push(format!(
+                "account {:?} has fraud_unauthenticated = \"act\": a fraud alert nobody authenticated cancels or refunds a payment without a person",
+                a.name
+            ));
+        }
         let plain = |url: &Url| {
             url.scheme() == "http"
                 && !matches!(url.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback())
@@ -715,6 +725,14 @@ impl Config {
             ));
         }
         out
+    }
+
+    /// What becomes of decided events: sent to `[fulfillment] url`, or only
+    /// stored and listed.
+    pub fn event_policy(&self) -> crate::domain::verdict::EventPolicy {
+        crate::domain::verdict::EventPolicy {
+            deliver: self.fulfillment.as_ref().is_some_and(|f| f.url.is_some()),
+        }
     }
 
     /// The configuration as TOML with every secret masked.

@@ -264,6 +264,24 @@ fn likely_mistakes_are_warned_of() {
     assert!(parse(MINIMAL).unwrap().warnings().is_empty());
 }
 
+#[test]
+fn fraud_alerts_are_held_unless_an_account_opts_into_act_which_is_warned_of() {
+    let accounts = parse(MINIMAL).unwrap().resolve_accounts().unwrap();
+    assert_eq!(
+        accounts[0].fraud_unauthenticated,
+        crate::domain::UnauthenticatedAlerts::Hold
+    );
+    assert_eq!(accounts[0].fraud_blocks_per_hour, 10);
+    let text = format!("{MINIMAL}fraud_unauthenticated = \"act\"\n");
+    let warnings = parse(&text).unwrap().warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("fraud_unauthenticated") && w.contains("without a person")),
+        "{warnings:?}"
+    );
+}
+
 /// Found by fuzzing: the filter parser panicked on these; now a named error.
 #[test]
 fn a_log_level_that_is_not_ascii_is_an_error_not_a_panic() {

@@ -1,7 +1,8 @@
 //! What a job decides, as data: `rules` builds it, `store` records it (each
 //! decision once per account, subject and key, its guards checked in the
-//! recording transaction), and the outbox tells it.
+//! recording transaction, by `rules::kernel`), and the outbox tells it.
 
+use sha2::{Digest, Sha256};
 use strum::{EnumIter, EnumString, IntoStaticStr};
 
 use super::ids::MerchantOrderId;
@@ -84,7 +85,7 @@ impl std::fmt::Display for EventType {
 }
 
 /// What a job decided.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Effects {
     pub decisions: Vec<Decision>,
     /// The latest amounts seen for merchant orders.
@@ -100,7 +101,7 @@ impl Effects {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     /// What it is about: `merchant_order:123`, `payment_intent:…`.
     pub subject: String,
@@ -116,8 +117,22 @@ pub struct Decision {
     /// State recorded when the decision is taken.
     pub marks: Vec<Mark>,
     /// `Final`: the subject's one final outcome; a later, different one is
-    /// a conflict (`rules::finality`), recorded without an event.
+    /// a conflict (`rules::kernel`), recorded without an event.
     pub slot: Slot,
+    /// Why, for a person: the rule's reason and what it read ("paid 99.90
+    /// of 99.90 …; no shipment → released"). Stored with the decision.
+    pub reason: String,
+}
+
+/// The stable id of the event for a decision: the same decision gives the
+/// same id on every run, redelivery and destination.
+pub fn event_id(account: &str, subject: &str, key: &str) -> String {
+    let mut h = Sha256::new();
+    for part in [account, subject, key] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    format!("evt_{}", hex::encode(&h.finalize()[..16]))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,11 +143,62 @@ pub enum Slot {
     Final,
 }
 
+/// A condition a decision needs, checked in the transaction that records
+/// it, so racing jobs cannot both pass it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Guard {
     OrderReleased(MerchantOrderId),
     OrderNotReleased(MerchantOrderId),
     OrderNotBlocked(MerchantOrderId),
+    /// Fewer than this many blocks were placed by unauthenticated fraud
+    /// alerts of the account in the last hour.
+    UnauthenticatedBlocksUnder(u32),
+}
+
+/// What the guards of a decision read, as the recording transaction sees
+/// it (the store reads only what the guards name).
+#[derive(Debug, Clone, Default)]
+pub struct GuardFacts {
+    /// Flags of the orders the guards name; an order absent has none.
+    pub orders: std::collections::HashMap<String, OrderFlags>,
+    /// Blocks placed by unauthenticated alerts of the account in the last
+    /// hour.
+    pub unauthenticated_blocks_last_hour: u32,
+}
+
+impl GuardFacts {
+    pub fn order(&self, order: &MerchantOrderId) -> OrderFlags {
+        self.orders.get(order.as_str()).copied().unwrap_or_default()
+    }
+}
+
+/// A merchant order's flags as recorded (an order never seen has none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OrderFlags {
+    pub released: bool,
+    pub blocked: bool,
+}
+
+impl Guard {
+    /// The one place that says what a guard means.
+    pub fn holds(&self, facts: &GuardFacts) -> bool {
+        match self {
+            Guard::OrderReleased(o) => facts.order(o).released,
+            Guard::OrderNotReleased(o) => !facts.order(o).released,
+            Guard::OrderNotBlocked(o) => !facts.order(o).blocked,
+            Guard::UnauthenticatedBlocksUnder(n) => facts.unauthenticated_blocks_last_hour < *n,
+        }
+    }
+
+    /// The merchant order it reads, if any.
+    pub fn order(&self) -> Option<&MerchantOrderId> {
+        match self {
+            Guard::OrderReleased(o) | Guard::OrderNotReleased(o) | Guard::OrderNotBlocked(o) => {
+                Some(o)
+            }
+            Guard::UnauthenticatedBlocksUnder(_) => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,16 +208,48 @@ pub enum Mark {
     OrderBlocked {
         order: MerchantOrderId,
         alert: String,
+        /// Placed by an alert that is not authenticated (counted against
+        /// `fraud_unauthenticated_blocks_per_hour`).
+        unauthenticated: bool,
     },
     OrderAtRisk(MerchantOrderId),
-    /// An alert that may not move money on its own waits for a person.
-    HoldForReview(HeldAlert),
+    /// A fraud alert a person must see: held (waiting for a decision) or
+    /// rejected (the API did not confirm it; kept to be seen).
+    Review(ReviewMark),
+}
+
+impl Mark {
+    /// The merchant order it changes, if any.
+    pub fn order(&self) -> Option<&MerchantOrderId> {
+        match self {
+            Mark::OrderReleased(o) | Mark::OrderAtRisk(o) => Some(o),
+            Mark::OrderBlocked { order, .. } => Some(order),
+            Mark::Review(_) => None,
+        }
+    }
+}
+
+/// The latest review of a fraud alert's key, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReviewSeen {
+    pub state: super::Review,
+    pub round: u32,
+    /// The delivery it covers.
+    pub delivery_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeldAlert {
+pub struct ReviewMark {
     pub job_key: String,
+    /// Which review of the key: a decided review covers the deliveries it
+    /// saw, and a later alert opens the next round.
+    pub round: u32,
+    /// The alert's subject (its block's name).
     pub alert: String,
+    /// `Held` or `Rejected`.
+    pub state: super::Review,
+    /// The delivery the review covers (the job's input).
+    pub delivery_id: Option<i64>,
     pub merchant_order: Option<MerchantOrderId>,
     pub payment: Option<super::PaymentId>,
     pub reason: String,

@@ -1,13 +1,20 @@
 //! Domain types shared by every part: typed ids (`ids`), the stored states
-//! and kinds (`states`), the work a notification asks for (`work`), and
-//! what a job decides (`decision`).
+//! and kinds (`states`), the platform's resources as the rules read them
+//! (`platform`), the work a notification asks for (`work`), what a job
+//! decides (`decision`), and what the decision kernel is given and answers
+//! (`verdict`).
 
 pub mod decision;
 pub mod ids;
+pub mod platform;
 pub mod states;
+pub mod verdict;
 pub mod work;
 
-pub use decision::{Decision, Effects, EventType, Guard, HeldAlert, Mark, OrderSeen, Slot};
+pub use decision::{
+    Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, OrderSeen, ReviewMark,
+    ReviewSeen, Slot, event_id,
+};
 pub use ids::{
     ChargebackId, Id, IdError, IdKind, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,
     ResourceId, kinds,

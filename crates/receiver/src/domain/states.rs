@@ -141,6 +141,16 @@ pub enum Review {
     Confirmed = 2,
     /// A person dismissed it: the order is unblocked.
     Dismissed = 3,
+    /// The API did not confirm what it names: nothing blocked, nothing
+    /// told; kept for a person to see.
+    Rejected = 4,
+}
+
+impl Review {
+    /// Decided: a later alert for the same key opens a new review.
+    pub fn is_decided(self) -> bool {
+        !matches!(self, Review::Held)
+    }
 }
 
 /// What an account does with a fraud alert that is not authenticated (an
@@ -162,11 +172,11 @@ pub enum Review {
 #[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 pub enum UnauthenticatedAlerts {
-    /// Block the order and undo the payment (the only choice without a
-    /// webhook secret: nothing could ever be authenticated).
-    #[default]
+    /// Block the order and undo the payment without a person: an explicit
+    /// opt-in, warned about at start-up.
     Act,
     /// Block the order, move no money, and wait for a person.
+    #[default]
     Hold,
 }
 

@@ -40,17 +40,18 @@ impl Classified {
         matches!(self.work, Some(Work::FraudAlert(_)))
     }
 
-    /// Marks a fraud alert authenticated when a valid signature was made
-    /// over `signed_id` (the query's `data.id`) and that id is the alert's
-    /// payment or merchant order: a signature binds the id, not the body.
-    pub fn authenticate(&mut self, signed_id: &str) {
+    /// Marks a fraud alert authenticated when a valid, `fresh` signature
+    /// was made over `signed_id` (the query's `data.id`) and that id is the
+    /// alert's payment or merchant order: a signature binds the id, not the
+    /// body.
+    pub fn authenticate(&mut self, signed_id: &str, fresh: bool) {
         if let Some(Work::FraudAlert(a)) = &mut self.work {
             let payment = a.payment.as_ref().is_some_and(|p| p.as_str() == signed_id);
             let order = a
                 .merchant_order
                 .as_ref()
                 .is_some_and(|o| o.as_str() == signed_id);
-            a.authenticated = payment || order;
+            a.authenticated = fresh && (payment || order);
         }
     }
 }

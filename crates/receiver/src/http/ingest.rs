@@ -140,7 +140,7 @@ impl Ingest {
         let (parts, body) = req.into_parts();
         let body = self.read_body(&parts.headers, body).await?;
         let mut classified = classify(&query, &body)?;
-        let signature = self.check_signature(
+        let (signature, signature_key) = self.check_signature(
             account,
             &mut classified,
             &query,
@@ -175,6 +175,7 @@ impl Ingest {
             },
             remote_addr: peer.to_string(),
             signature,
+            signature_key,
             job: classified.work.as_ref().map(NewJob::for_work),
         };
 
@@ -256,7 +257,9 @@ impl Ingest {
     /// unverified rather than refused, because the platform never sends it
     /// again; a payment-intent body is only a pointer, so it is kept too.
     /// A valid signature authenticates a fraud alert only when it binds the
-    /// alert's resource (`data.id`).
+    /// alert's resource (`data.id`) and was made within `FRAUD_FRESHNESS`
+    /// (the platform never resends a fraud alert); its `{ts}:{v1}` is kept,
+    /// so the worker can refuse a signature seen on another delivery.
     fn check_signature(
         &self,
         account: &Account,
@@ -264,9 +267,9 @@ impl Ingest {
         query: &Query,
         headers: &HeaderMap,
         now: std::time::SystemTime,
-    ) -> Result<SignatureStatus, Refusal> {
+    ) -> Result<(SignatureStatus, Option<String>), Refusal> {
         if account.webhook_secrets.is_empty() || classified.kind == Kind::Ipn {
-            return Ok(SignatureStatus::NotChecked);
+            return Ok((SignatureStatus::NotChecked, None));
         }
         let kept_anyway = classified.is_fraud_alert() || classified.kind == Kind::IntentWebhook;
         let signature = headers
@@ -277,9 +280,9 @@ impl Ingest {
             if classified.is_fraud_alert() && account.require_signature {
                 self.metrics.signature_failed();
                 tracing::warn!(account = %account.name, "fraud alert without a signature: stored as unverified");
-                return Ok(SignatureStatus::Invalid);
+                return Ok((SignatureStatus::Invalid, None));
             }
-            return Ok(SignatureStatus::Unsigned);
+            return Ok((SignatureStatus::Unsigned, None));
         }
         let data_id = query.get("data.id");
         let secrets: Vec<&[u8]> = account
@@ -297,16 +300,16 @@ impl Ingest {
                 tracing::debug!(id_form = ?v.id_form, secret = v.secret, "signature verified");
                 match data_id {
                     Some(id) => {
-                        classified.authenticate(id);
-                        Ok(SignatureStatus::Valid)
+                        classified.authenticate(id, v.fresh(now, FRAUD_FRESHNESS));
+                        Ok((SignatureStatus::Valid, Some(v.key)))
                     }
-                    None => Ok(SignatureStatus::ValidUnbound),
+                    None => Ok((SignatureStatus::ValidUnbound, Some(v.key))),
                 }
             }
             Err(e) if kept_anyway => {
                 self.metrics.signature_failed();
                 tracing::warn!(error = %e, account = %account.name, topic = %crate::text::printable(&classified.topic), "bad signature: stored as unverified");
-                Ok(SignatureStatus::Invalid)
+                Ok((SignatureStatus::Invalid, None))
             }
             Err(e) => {
                 self.metrics.signature_failed();
@@ -319,6 +322,11 @@ impl Ingest {
         }
     }
 }
+
+/// How old a fraud alert's signature may be and still authenticate it:
+/// the platform sends an alert once, so an honest signature is fresh,
+/// whatever `signature_tolerance_secs` allows for other webhooks.
+const FRAUD_FRESHNESS: std::time::Duration = std::time::Duration::from_secs(300);
 
 fn kept_headers(headers: &HeaderMap) -> String {
     // Borrowed and written straight out: building a JSON value first and

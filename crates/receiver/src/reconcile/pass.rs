@@ -449,6 +449,7 @@ fn delivery(account: &str, change: &Change, now: i64) -> NewDelivery {
         body_size: None,
         remote_addr: String::new(),
         signature: SignatureStatus::NotChecked,
+        signature_key: None,
         job: Some(s.job.clone()),
     }
 }

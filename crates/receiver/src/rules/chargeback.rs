@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::api::types::Chargeback;
+use crate::domain::platform::Chargeback;
 use crate::domain::{Decision, EventType, Guard, Mark, MerchantOrderId, PaymentId, Slot};
 
 pub fn updated(cb: &Chargeback) -> Decision {
@@ -20,11 +20,16 @@ pub fn updated(cb: &Chargeback) -> Decision {
             "reason": cb.reason,
             "documentation_status": cb.documentation_status,
             "coverage_applied": cb.coverage_applied,
-            "date_last_updated": cb.date_last_updated,
+            "date_last_updated": cb.last_updated,
         }),
         guards: vec![],
         marks: vec![],
         slot: Slot::Once,
+        reason: format!(
+            "chargeback {} is {} as the API reports it → told once per status",
+            cb.id,
+            pointhook_common::text::printable(&cb.status_key())
+        ),
     }
 }
 
@@ -41,5 +46,9 @@ pub fn at_risk(cb: &Chargeback, payment: &PaymentId, order: &MerchantOrderId) ->
         guards: vec![Guard::OrderReleased(order.clone())],
         marks: vec![Mark::OrderAtRisk(order.clone())],
         slot: Slot::Once,
+        reason: format!(
+            "chargeback {} names payment {payment} of merchant order {order}, released already → at risk",
+            cb.id
+        ),
     }
 }

@@ -1,11 +1,11 @@
 //! Payment intents (DESIGN section 4): decided from the intent and the
 //! payment as the API reports them, never from a notification's body.
 
+use pointhook_common::money::Money;
 use serde_json::json;
 
-use crate::api::types::{Payment, PaymentIntent, PaymentStatus};
+use crate::domain::platform::{Payment, PaymentIntent, PaymentStatus};
 use crate::domain::{Decision, EventType, IntentState, Slot};
-use crate::money::Money;
 
 /// The final outcome of a payment intent, which names its event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +96,7 @@ pub enum Mismatch {
 /// cents) and, where both carry one, the same external reference.
 pub fn payment_matches(intent: &PaymentIntent, payment: &Payment) -> Result<(), Mismatch> {
     let pid = payment.id.to_string();
-    let (Some(cents), Some(paid)) = (intent.amount, payment.transaction_amount) else {
+    let (Some(cents), Some(paid)) = (intent.amount_cents, payment.amount) else {
         return Err(Mismatch::NoAmount { payment: pid });
     };
     let asked = Money::from_cents(cents);
@@ -107,19 +107,18 @@ pub fn payment_matches(intent: &PaymentIntent, payment: &Payment) -> Result<(), 
             asked: asked.to_string(),
         });
     }
-    let info = intent.info();
     if let (Some(asked), Some(paid)) = (
-        info.external_reference.filter(|r| !r.is_empty()),
+        intent.external_reference.as_ref().filter(|r| !r.is_empty()),
         payment
             .external_reference
             .as_ref()
             .filter(|r| !r.is_empty()),
-    ) && &asked != paid
+    ) && asked != paid
     {
         return Err(Mismatch::Reference {
             payment: pid,
             paid: paid.clone(),
-            asked,
+            asked: asked.clone(),
         });
     }
     Ok(())
@@ -132,7 +131,19 @@ pub fn decision(
     payment: Option<&Payment>,
     outcome: IntentOutcome,
 ) -> Decision {
-    let info = intent.info();
+    let amount = intent.amount_cents.map(Money::from_cents);
+    let read = match payment {
+        Some(p) => format!(
+            "payment {} {}{}",
+            p.id,
+            p.status,
+            match amount {
+                Some(a) => format!(", amount {a} matches"),
+                None => String::new(),
+            }
+        ),
+        None => "no payment".to_string(),
+    };
     Decision {
         subject: format!("payment_intent:{}", intent.id),
         key: "final".into(),
@@ -142,13 +153,21 @@ pub fn decision(
             "payment_id": payment.map(|p| &p.id),
             "state": state.as_str(),
             "payment_status": payment.map(|p| p.status.as_str()),
-            "amount": intent.amount.map(|c| Money::from_cents(c).to_string()),
-            "external_reference": info.external_reference,
-            "ticket_number": info.ticket_number,
+            "amount": amount.map(|a| a.to_string()),
+            "external_reference": intent.external_reference,
+            "ticket_number": intent.ticket_number,
             "device_id": intent.device_id,
         }),
         guards: vec![],
         marks: vec![],
         slot: Slot::Final,
+        reason: format!(
+            "intent {}, {read} → {}",
+            state.as_str(),
+            outcome
+                .event()
+                .as_str()
+                .trim_start_matches("payment_intent.")
+        ),
     }
 }

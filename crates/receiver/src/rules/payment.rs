@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::api::types::{MerchantOrder, Payment, PaymentStatus};
+use crate::domain::platform::{MerchantOrder, Payment, PaymentStatus};
 use crate::domain::{Decision, EventType, Slot};
 
 /// `payment.updated`, once per (payment, status).
@@ -18,14 +18,20 @@ pub fn updated(p: &Payment) -> Decision {
             "payment_id": p.id,
             "status": p.status.as_str(),
             "status_detail": p.status_detail,
-            "amount": p.transaction_amount.map(|a| a.to_string()),
-            "currency_id": p.currency_id,
+            "amount": p.amount.map(|a| a.to_string()),
+            "currency_id": p.currency,
             "external_reference": p.external_reference,
-            "merchant_order_id": p.merchant_order_id(),
+            "merchant_order_id": p.merchant_order,
         }),
         guards: vec![],
         marks: vec![],
         slot: Slot::Once,
+        reason: format!(
+            "payment {} is {}{} as the API reports it → told once per status",
+            p.id,
+            p.status,
+            p.amount.map(|a| format!(" for {a}")).unwrap_or_default()
+        ),
     }
 }
 

@@ -7,11 +7,12 @@
 //! canceled, failed, expired. Money taken back afterwards is told once per
 //! amount refunded, and a chargeback once.
 
+use pointhook_common::money::{Money, Overflow};
+use pointhook_common::text::printable;
 use serde_json::json;
 
-use crate::api::types::{PaymentStatus, PlatformOrder};
+use crate::domain::platform::{PaymentStatus, PlatformOrder};
 use crate::domain::{Decision, EventType, Slot};
-use crate::money::{Money, Overflow};
 
 /// What an order's status says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,9 +54,19 @@ pub fn checked(payment: &PaymentStatus) -> Option<EventType> {
 }
 
 /// The decisions for an order whose outcome is `outcome`: that outcome in
-/// the final slot, then any money taken back since.
-pub fn decisions(order: &PlatformOrder, outcome: EventType) -> Result<Vec<Decision>, Overflow> {
+/// the final slot, then any money taken back since. `checked`: the status
+/// of the payment checked for an `action_required` order.
+pub fn decisions(
+    order: &PlatformOrder,
+    outcome: EventType,
+    checked: Option<&PaymentStatus>,
+) -> Result<Vec<Decision>, Overflow> {
     let data = data(order)?;
+    let status = printable(&order.status);
+    let read = match checked {
+        Some(p) => format!("order {} {status}, its payment {p}", order.id),
+        None => format!("order {} {status}", order.id),
+    };
     let mut out = vec![Decision {
         subject: subject(order),
         key: "final".into(),
@@ -64,6 +75,10 @@ pub fn decisions(order: &PlatformOrder, outcome: EventType) -> Result<Vec<Decisi
         guards: vec![],
         marks: vec![],
         slot: Slot::Final,
+        reason: format!(
+            "{read} → {}",
+            outcome.as_str().trim_start_matches("platform_order.")
+        ),
     }];
     let paid_out = matches!(
         outcome,
@@ -80,6 +95,7 @@ pub fn decisions(order: &PlatformOrder, outcome: EventType) -> Result<Vec<Decisi
             guards: vec![],
             marks: vec![],
             slot: Slot::Once,
+            reason: format!("{read}, {refunded} refunded in all → told once per total refunded"),
         });
     }
     if paid_out && order.status == "charged_back" {
@@ -91,6 +107,7 @@ pub fn decisions(order: &PlatformOrder, outcome: EventType) -> Result<Vec<Decisi
             guards: vec![],
             marks: vec![],
             slot: Slot::Once,
+            reason: format!("{read} → charged back"),
         });
     }
     Ok(out)
@@ -103,9 +120,9 @@ fn subject(order: &PlatformOrder) -> String {
 /// What was refunded: the refunds listed, else what the payments say, else
 /// everything paid when the order says it was refunded in full.
 fn refunded(order: &PlatformOrder) -> Result<Money, Overflow> {
-    let t = &order.transactions;
     let listed = Money::checked_sum(
-        t.refunds
+        order
+            .refunds
             .iter()
             .filter(|r| r.status.as_deref() != Some("failed"))
             .filter_map(|r| r.amount),
@@ -113,16 +130,13 @@ fn refunded(order: &PlatformOrder) -> Result<Money, Overflow> {
     if listed > Money::ZERO {
         return Ok(listed);
     }
-    let on_payments = Money::checked_sum(t.payments.iter().filter_map(|p| p.refunded_amount))?;
+    let on_payments = Money::checked_sum(order.payments.iter().filter_map(|p| p.refunded))?;
     if on_payments > Money::ZERO {
         return Ok(on_payments);
     }
     let full = order.status == "refunded" || order.status_detail.as_deref() == Some("refunded");
     Ok(if full {
-        order
-            .total_paid_amount
-            .or(order.total_amount)
-            .unwrap_or(Money::ZERO)
+        order.total_paid.or(order.total).unwrap_or(Money::ZERO)
     } else {
         Money::ZERO
     })
@@ -130,17 +144,17 @@ fn refunded(order: &PlatformOrder) -> Result<Money, Overflow> {
 
 /// The event's data: ids as strings, amounts as decimal strings.
 fn data(order: &PlatformOrder) -> Result<serde_json::Value, Overflow> {
-    let payments = &order.transactions.payments;
+    let payments = &order.payments;
     Ok(json!({
         "platform_order_id": order.id,
         "type": order.kind,
         "status": order.status,
         "status_detail": order.status_detail,
         "external_reference": order.external_reference,
-        "total_amount": order.total_amount.map(|m| m.to_string()),
-        "total_paid_amount": order.total_paid_amount.map(|m| m.to_string()),
+        "total_amount": order.total.map(|m| m.to_string()),
+        "total_paid_amount": order.total_paid.map(|m| m.to_string()),
         "refunded_amount": refunded(order)?.to_string(),
         "transaction_ids": payments.iter().filter_map(|p| p.id.clone()).collect::<Vec<_>>(),
-        "payment_ids": payments.iter().filter_map(|p| p.reference_id.clone()).collect::<Vec<_>>(),
+        "payment_ids": payments.iter().filter_map(|p| p.reference.clone()).collect::<Vec<_>>(),
     }))
 }

@@ -1,10 +1,10 @@
 //! The release rule for merchant orders, and the decisions it leads to.
 
+use pointhook_common::money::{Money, Overflow};
 use serde_json::json;
 
-use crate::api::types::{MerchantOrder, PaymentStatus};
+use crate::domain::platform::{MerchantOrder, PaymentStatus};
 use crate::domain::{Decision, Effects, EventType, Guard, Mark, OrderSeen, PaymentId, Slot};
-use crate::money::{Money, Overflow};
 
 /// What the release rule says about a merchant order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,24 +41,22 @@ pub fn release(order: &MerchantOrder) -> Result<ReleaseDecision, Overflow> {
         .collect();
     let nets = approved
         .iter()
-        .map(|p| p.transaction_amount.checked_sub(p.refunded()))
+        .map(|p| p.amount.checked_sub(p.refunded))
         .collect::<Result<Vec<_>, _>>()?;
     let paid = Money::checked_sum(nets)?;
-    let outcome = if approved.is_empty() || paid < order.total_amount {
+    let outcome = if approved.is_empty() || paid < order.total {
         Release::NotPaid
     } else {
         match order.shipments.first() {
             None => Release::Release,
-            Some(s) if s.status.as_deref().is_some_and(|s| SHIPPABLE.contains(&s)) => {
-                Release::Release
-            }
+            Some(Some(s)) if SHIPPABLE.contains(&s.as_str()) => Release::Release,
             Some(_) => Release::AwaitingShipment,
         }
     };
     Ok(ReleaseDecision {
         outcome,
         paid,
-        total: order.total_amount,
+        total: order.total,
         payment_ids: approved.iter().map(|p| p.id.clone()).collect(),
     })
 }
@@ -74,6 +72,7 @@ pub fn order_effects(order: &MerchantOrder) -> Result<Effects, Overflow> {
         "payment_ids": d.payment_ids,
         "external_reference": order.external_reference,
     });
+    let reason = reason(order, &d);
     let decision = |event: EventType, guards: Vec<Guard>, marks: Vec<Mark>| Decision {
         subject: format!("merchant_order:{oid}"),
         key: event.as_str().into(),
@@ -82,6 +81,7 @@ pub fn order_effects(order: &MerchantOrder) -> Result<Effects, Overflow> {
         guards,
         marks,
         slot: Slot::Once,
+        reason: reason.clone(),
     };
     let decision = match d.outcome {
         Release::Release => Some(decision(
@@ -107,4 +107,43 @@ pub fn order_effects(order: &MerchantOrder) -> Result<Effects, Overflow> {
             paid_amount: d.paid.to_string(),
         }],
     })
+}
+
+/// The rule's reason in words, with what it read: "paid 99.90 of 99.90
+/// from payment 123 approved 50.00 and payment 456 approved 49.90; no
+/// shipment → released".
+pub fn reason(order: &MerchantOrder, d: &ReleaseDecision) -> String {
+    let payments: Vec<String> = order
+        .payments
+        .iter()
+        .map(|p| {
+            let mut s = format!("payment {} {} {}", p.id, p.status, p.amount);
+            if p.refunded > Money::ZERO {
+                s.push_str(&format!(" (refunded {})", p.refunded));
+            }
+            if p.status != PaymentStatus::Approved {
+                s.push_str(" not counted");
+            }
+            s
+        })
+        .collect();
+    let from = match payments.as_slice() {
+        [] => "no payment".to_string(),
+        [one] => one.clone(),
+        [first @ .., last] => format!("{} and {last}", first.join(", ")),
+    };
+    let shipment = match order.shipments.first() {
+        None => "no shipment".to_string(),
+        Some(Some(s)) => format!("first shipment {}", pointhook_common::text::printable(s)),
+        Some(None) => "first shipment without a status".to_string(),
+    };
+    let outcome = match d.outcome {
+        Release::Release => "released",
+        Release::AwaitingShipment => "awaiting shipment",
+        Release::NotPaid => "not paid",
+    };
+    format!(
+        "paid {} of {} from {from}; {shipment} → {outcome}",
+        d.paid, d.total
+    )
 }

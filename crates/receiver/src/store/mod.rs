@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 pub use crate::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use model::{
     Attempted, EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
-    NewDelivery, NewJob, Sighting, event_id, fingerprint,
+    NewDelivery, NewJob, Sighting, fingerprint,
 };
 pub use views::{
     Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail,
@@ -29,7 +29,8 @@ pub use views::{
     PRUNE_BATCH, Pruned, ReviewView,
 };
 
-use crate::domain::{Effects, EventState, JobState, Review};
+use crate::domain::verdict::DecisionRules;
+use crate::domain::{Effects, EventState, JobState, Review, ReviewSeen};
 
 /// Why storage failed, whatever the backend.
 #[derive(Debug, thiserror::Error)]
@@ -164,6 +165,8 @@ pub struct Store {
 
 struct Inner {
     backend: Backend,
+    /// What decisions are made with, fixed at open.
+    rules: DecisionRules,
     /// Signalled when a job may have become runnable.
     jobs_ready: Arc<Notify>,
     /// Signalled when an event may be due.
@@ -193,10 +196,16 @@ const READY_CACHE: Duration = Duration::from_secs(1);
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Store {
-    fn wrap(backend: Backend, jobs_ready: Arc<Notify>, events_ready: Arc<Notify>) -> Store {
+    fn wrap(
+        backend: Backend,
+        rules: DecisionRules,
+        jobs_ready: Arc<Notify>,
+        events_ready: Arc<Notify>,
+    ) -> Store {
         Store {
             inner: Arc::new(Inner {
                 backend,
+                rules,
                 jobs_ready,
                 events_ready,
                 readiness: Mutex::new(None),
@@ -205,8 +214,8 @@ impl Store {
     }
 
     /// Opens the database to serve it: migrated, owned by this process
-    /// where the backend has an owner.
-    pub async fn open(location: &Location) -> Result<Store, StoreError> {
+    /// where the backend has an owner. `rules` decide what it records.
+    pub async fn open(location: &Location, rules: DecisionRules) -> Result<Store, StoreError> {
         let (jobs, events) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         let backend = match location {
             Location::Sqlite(path) => {
@@ -224,12 +233,15 @@ impl Store {
                 Backend::Postgres(postgres::PgStore::open_server(url, wakers).await?)
             }
         };
-        Ok(Store::wrap(backend, jobs, events))
+        Ok(Store::wrap(backend, rules, jobs, events))
     }
 
     /// Opens an existing, migrated database next to whatever serves it (the
     /// CLI, tools).
-    pub async fn open_client(location: &Location) -> Result<Store, StoreError> {
+    pub async fn open_client(
+        location: &Location,
+        rules: DecisionRules,
+    ) -> Result<Store, StoreError> {
         let backend = match location {
             Location::Sqlite(path) => {
                 let path = path.clone();
@@ -239,7 +251,7 @@ impl Store {
                 Backend::Postgres(postgres::PgStore::open_client(url).await?)
             }
         };
-        Ok(Store::wrap(backend, Arc::default(), Arc::default()))
+        Ok(Store::wrap(backend, rules, Arc::default(), Arc::default()))
     }
 
     /// Applies the migrations and returns the schema version.
@@ -352,10 +364,10 @@ impl Store {
         outcome: JobOutcome,
         fetches: Vec<FetchRow>,
         now: i64,
-        deliver_events: bool,
     ) -> Result<Finish, StoreError> {
+        let rules = self.inner.rules;
         let (finish, pending) =
-            on!(self, b => b.finish_job(job, outcome, fetches, now, deliver_events).await)?;
+            on!(self, b => b.finish_job(job, outcome, fetches, now, rules).await)?;
         self.woken_by(&finish);
         // Pending again: to retry, or to run again (notified while it ran).
         if pending {
@@ -372,9 +384,9 @@ impl Store {
         job: LeasedJob,
         effects: Effects,
         now: i64,
-        deliver_events: bool,
     ) -> Result<Finish, StoreError> {
-        let finish = on!(self, b => b.record_effects(job, effects, now, deliver_events).await)?;
+        let rules = self.inner.rules;
+        let finish = on!(self, b => b.record_effects(job, effects, now, rules).await)?;
         self.woken_by(&finish);
         Ok(finish)
     }
@@ -390,13 +402,21 @@ impl Store {
         on!(self, b => b.release_job(job, now).await)
     }
 
-    /// Whether a merchant order is (released, blocked).
-    pub async fn order_flags(
+    /// How a merchant order stands for one fraud alert: (released, the
+    /// alert's block stands).
+    pub async fn block_state(
         &self,
         account: String,
         order: String,
+        alert: String,
     ) -> Result<(bool, bool), StoreError> {
-        on!(self, b => b.order_flags(account, order).await)
+        on!(self, b => b.block_state(account, order, alert).await)
+    }
+
+    /// Whether another delivery carries the same signature as this one: a
+    /// replayed signature authenticates nothing.
+    pub async fn signature_seen_elsewhere(&self, delivery_id: i64) -> Result<bool, StoreError> {
+        on!(self, b => b.signature_seen_elsewhere(delivery_id).await)
     }
 
     /// Whether what a platform search listed is known already: a read saw
@@ -420,13 +440,13 @@ impl Store {
         })
     }
 
-    /// The person's review of the alert behind a job, if it was held.
-    pub async fn review_state(
+    /// The latest review of the alert behind a job, if there is one.
+    pub async fn latest_review(
         &self,
         account: String,
         job_key: String,
-    ) -> Result<Option<Review>, StoreError> {
-        on!(self, b => b.review_state(account, job_key).await)
+    ) -> Result<Option<ReviewSeen>, StoreError> {
+        on!(self, b => b.latest_review(account, job_key).await)
     }
 
     /// Fraud alerts held for a person, newest first (`None`: every state).
@@ -448,13 +468,9 @@ impl Store {
 
     /// A person dismisses a held alert: the block goes, the order is
     /// looked at again.
-    pub async fn dismiss_review(
-        &self,
-        id: i64,
-        now: i64,
-        deliver_events: bool,
-    ) -> Result<Answer, StoreError> {
-        let (answer, emitted) = on!(self, b => b.dismiss_review(id, now, deliver_events).await)?;
+    pub async fn dismiss_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
+        let rules = self.inner.rules;
+        let (answer, emitted) = on!(self, b => b.dismiss_review(id, now, rules).await)?;
         if !emitted.is_empty() {
             self.inner.events_ready.notify_one();
         }

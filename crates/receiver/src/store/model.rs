@@ -4,8 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::domain::{Decision, Effects, EventType, JobKind, Kind, SignatureStatus, Slot, Work};
-use crate::store::views::ReviewView;
+use crate::domain::{Effects, JobKind, Kind, SignatureStatus, Work};
 
 /// A request accepted at the notification endpoint, ready to store.
 #[derive(Debug, Clone)]
@@ -27,6 +26,8 @@ pub struct NewDelivery {
     pub remote_addr: String,
     pub fingerprint: [u8; 32],
     pub signature: SignatureStatus,
+    /// `{ts}:{v1}` of a valid signature, looked up to refuse a replay.
+    pub signature_key: Option<String>,
     /// `None`: a topic we do not handle (recorded, no job).
     pub job: Option<NewJob>,
 }
@@ -191,32 +192,4 @@ pub enum Attempted {
 pub struct EventOutcome {
     pub event: LeasedEvent,
     pub attempted: Attempted,
-}
-
-/// The stable id of the event for a decision.
-pub fn event_id(account: &str, subject: &str, key: &str) -> String {
-    let mut h = Sha256::new();
-    for part in [account, subject, key] {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part.as_bytes());
-    }
-    format!("evt_{}", hex::encode(&h.finalize()[..16]))
-}
-
-/// `fraud_alert.dismissed` for a review a person dismissed.
-pub fn dismissal(review: &ReviewView, alert: &str) -> Decision {
-    Decision {
-        subject: alert.to_string(),
-        key: "dismissed".into(),
-        event: EventType::FraudAlertDismissed,
-        data: serde_json::json!({
-            "review_id": review.id.to_string(),
-            "merchant_order_id": review.merchant_order_id,
-            "payment_id": review.payment_id,
-            "reason": review.reason,
-        }),
-        guards: vec![],
-        marks: vec![],
-        slot: Slot::Once,
-    }
 }

@@ -164,6 +164,12 @@ pub struct ReviewView {
     pub id: i64,
     pub account: String,
     pub state: &'static str,
+    /// Which review of the alert's key (a later alert opens the next).
+    pub round: u32,
+    /// The alert's subject, which names its block.
+    pub alert: String,
+    /// The delivery it covers.
+    pub delivery_id: Option<i64>,
     pub merchant_order_id: Option<String>,
     pub payment_id: Option<String>,
     pub reason: String,

@@ -1,61 +1,18 @@
 //! One handler per kind of work: fetch what the notification names, hand it
 //! to the rules, and return the effects to record. Nothing here decides:
-//! `rules` does, from what the API said.
+//! `rules` does, from what the API said, and `rules::wait` says how long
+//! to ask again. The fraud alert's saga is `fraud.rs`.
 
-use std::collections::HashMap;
+use pointhook_common::money::Overflow;
 
 use super::JobError;
-use crate::api::ApiClient;
-use crate::clock::Clock;
+use super::ctx::Ctx;
 use crate::domain::{
-    ChargebackId, Effects, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,
-    UnauthenticatedAlerts, Work,
+    ChargebackId, Effects, IntentId, MerchantOrderId, PaymentId, PlatformOrderId, Work,
 };
-use crate::money::Overflow;
+use crate::rules::wait::Wait;
 use crate::rules::{self, IntentDecision};
-use crate::store::{Finish, LeasedJob, Store};
-
-/// Attempts a payment job waits for its merchant order to list the payment
-/// as approved (about four minutes of backoff) before deciding from what
-/// the order says.
-const ORDER_BEHIND_ATTEMPTS: u32 = 8;
-/// Attempts a payment intent that is not final yet is fetched again
-/// (about a minute) before the job ends without a decision.
-const NOT_FINAL_ATTEMPTS: u32 = 6;
-
-/// What handlers reach for.
-pub(super) struct Ctx<'a> {
-    pub api: &'a ApiClient,
-    pub store: &'a Store,
-    pub clock: &'a dyn Clock,
-    pub deliver_events: bool,
-    pub max_attempts: u32,
-    /// What each account does with an unauthenticated fraud alert.
-    pub alerts: &'a HashMap<String, UnauthenticatedAlerts>,
-}
-
-impl Ctx<'_> {
-    pub fn now(&self) -> i64 {
-        crate::store::unix_ms(self.clock.now())
-    }
-
-    /// Records `effects` now, mid-run; the run stops if its lease is lost.
-    pub async fn record(&self, job: &LeasedJob, effects: Effects) -> Result<(), JobError> {
-        match self
-            .store
-            .record_effects(job.clone(), effects, self.now(), self.deliver_events)
-            .await?
-        {
-            Finish::Recorded(_) => Ok(()),
-            Finish::LeaseLost => Err(JobError::LeaseLost),
-        }
-    }
-
-    /// Whether the job still has attempts for waiting `bound` of them.
-    fn may_wait(&self, job: &LeasedJob, bound: u32) -> bool {
-        job.attempt < bound.min(self.max_attempts)
-    }
-}
+use crate::store::LeasedJob;
 
 pub(super) async fn run(ctx: &Ctx<'_>, job: &LeasedJob) -> Result<Effects, JobError> {
     let work = job.work.clone().map_err(JobError::Permanent)?;
@@ -80,7 +37,7 @@ async fn payment(ctx: &Ctx<'_>, job: &LeasedJob, id: &PaymentId) -> Result<Effec
     let api_err = |e| JobError::from_api(e, job.attempt);
     let payment = ctx.api.payment(account, id).await.map_err(api_err)?;
     let mut effects = Effects::one(rules::payment::updated(&payment));
-    let Some(order_id) = payment.merchant_order_id() else {
+    let Some(order_id) = payment.merchant_order.clone() else {
         return Ok(effects);
     };
     let order = ctx
@@ -88,8 +45,7 @@ async fn payment(ctx: &Ctx<'_>, job: &LeasedJob, id: &PaymentId) -> Result<Effec
         .merchant_order(account, &order_id)
         .await
         .map_err(api_err)?;
-    if rules::payment::order_is_behind(&payment, &order) && ctx.may_wait(job, ORDER_BEHIND_ATTEMPTS)
-    {
+    if rules::payment::order_is_behind(&payment, &order) && ctx.may_wait(job, Wait::OrderBehind) {
         // Tell the payment now; the order is looked at again shortly.
         ctx.record(job, effects).await?;
         return Err(JobError::Retry {
@@ -132,10 +88,10 @@ async fn chargeback(
             .payment(account, payment_id)
             .await
             .map_err(api_err)?;
-        if let Some(order) = payment.merchant_order_id() {
+        if let Some(order) = &payment.merchant_order {
             effects
                 .decisions
-                .push(rules::chargeback::at_risk(&cb, payment_id, &order));
+                .push(rules::chargeback::at_risk(&cb, payment_id, order));
         }
     }
     Ok(effects)
@@ -147,16 +103,16 @@ async fn intent(ctx: &Ctx<'_>, job: &LeasedJob, id: &IntentId) -> Result<Effects
     let account = job.account.as_str();
     let api_err = |e| JobError::from_api(e, job.attempt);
     let intent = ctx.api.payment_intent(account, id).await.map_err(api_err)?;
-    let Some(state) = intent.state() else {
+    let Some(state) = intent.state else {
         return not_final(
             ctx,
             job,
-            &format!("payment intent {id} is in state {:?}", intent.state),
+            &format!("payment intent {id} is in state {:?}", intent.state_text),
         );
     };
-    let payment = match intent.payment_id() {
+    let payment = match &intent.payment {
         Some(pid) if rules::intent::needs_payment(state) => {
-            Some(ctx.api.payment(account, &pid).await.map_err(api_err)?)
+            Some(ctx.api.payment(account, pid).await.map_err(api_err)?)
         }
         _ => None,
     };
@@ -197,15 +153,10 @@ async fn platform_order(
     let account = job.account.as_str();
     let api_err = |e| JobError::from_api(e, job.attempt);
     let order = ctx.api.platform_order(account, id).await.map_err(api_err)?;
-    let outcome = match po::status(&order) {
-        OrderDecision::Final(outcome) => outcome,
+    let (outcome, checked) = match po::status(&order) {
+        OrderDecision::Final(outcome) => (outcome, None),
         OrderDecision::CheckPayment => {
-            let Some(pid) = order
-                .transactions
-                .payments
-                .iter()
-                .find_map(|t| t.payment_id())
-            else {
+            let Some(pid) = order.payments.iter().find_map(|t| t.payment_id()) else {
                 return Err(JobError::Retry {
                     reason: format!("order {id} asks for a check but names no payment yet"),
                     after: None,
@@ -213,7 +164,7 @@ async fn platform_order(
             };
             let payment = ctx.api.payment(account, &pid).await.map_err(api_err)?;
             match po::checked(&payment.status) {
-                Some(outcome) => outcome,
+                Some(outcome) => (outcome, Some(payment.status)),
                 None => {
                     return Err(JobError::Retry {
                         reason: format!(
@@ -236,7 +187,8 @@ async fn platform_order(
             );
         }
     };
-    let decisions = po::decisions(&order, outcome).map_err(overflow(format!("order {id}")))?;
+    let decisions = po::decisions(&order, outcome, checked.as_ref())
+        .map_err(overflow(format!("order {id}")))?;
     Ok(Effects {
         decisions,
         orders: Vec::new(),
@@ -246,7 +198,7 @@ async fn platform_order(
 /// An intent that is still moving is asked again for a while; after that
 /// the job ends without a decision (a later notification brings the change).
 fn not_final(ctx: &Ctx<'_>, job: &LeasedJob, what: &str) -> Result<Effects, JobError> {
-    if ctx.may_wait(job, NOT_FINAL_ATTEMPTS) {
+    if ctx.may_wait(job, Wait::NotFinal) {
         return Err(JobError::Retry {
             reason: what.to_string(),
             after: None,

@@ -5,6 +5,7 @@
 //! drive directly; `run` is the loop around it: up to `concurrency` jobs at
 //! once, woken at once by a new job, asleep until the next one is due.
 
+mod ctx;
 mod fraud;
 mod handlers;
 
@@ -20,14 +21,12 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::api::{ApiClient, ApiError, ErrorClass};
-use crate::clock::Clock;
-use crate::domain::UnauthenticatedAlerts;
 use crate::retry::{backoff, clamp_retry_after};
+use crate::rules::fraud::Policy;
+use crate::rules::wait::{self, Wait};
 use crate::store::{self, FetchRow, Finish, JobOutcome, Lease, LeasedJob, Store, StoreError};
+use pointhook_common::clock::Clock;
 
-/// Attempts a job gets while the API answers 404 before the resource is
-/// considered gone (a notification can arrive before its resource reads).
-const NOT_FOUND_ATTEMPTS: u32 = 5;
 /// Longest sleep while idle, as a safety net for missed wake-ups.
 const IDLE_MAX: Duration = Duration::from_secs(1);
 
@@ -39,10 +38,8 @@ pub struct WorkerSettings {
     /// Jobs still running this long after shutdown are stopped and their
     /// leases released.
     pub drain: Duration,
-    /// Whether events go to a fulfillment URL (or are only stored).
-    pub deliver_events: bool,
-    /// What each account does with a fraud alert that is not authenticated.
-    pub alerts: HashMap<String, UnauthenticatedAlerts>,
+    /// Each account's fraud settings.
+    pub fraud: HashMap<String, Policy>,
     /// Where each run's end is counted.
     pub metrics: crate::metrics::SharedMetrics,
 }
@@ -91,10 +88,12 @@ impl JobError {
                 reason: e.to_string(),
                 after,
             },
-            ErrorClass::NotFound if attempt < NOT_FOUND_ATTEMPTS => JobError::Retry {
-                reason: e.to_string(),
-                after: None,
-            },
+            ErrorClass::NotFound if wait::again(Wait::NotFound, attempt, u32::MAX) => {
+                JobError::Retry {
+                    reason: e.to_string(),
+                    after: None,
+                }
+            }
             ErrorClass::NotFound | ErrorClass::Permanent => JobError::Permanent(e.to_string()),
         }
     }
@@ -246,13 +245,13 @@ impl Worker {
     async fn execute(&self, job: LeasedJob) -> Result<(), StoreError> {
         let span = tracing::info_span!("job", job_id = job.id, key = %job.key, account = %job.account, attempt = job.attempt);
         async {
-            let ctx = handlers::Ctx {
+            let ctx = ctx::Ctx {
                 api: &self.api,
                 store: &self.store,
                 clock: self.clock.as_ref(),
-                deliver_events: self.settings.deliver_events,
                 max_attempts: self.settings.max_attempts,
-                alerts: &self.settings.alerts,
+                fraud: &self.settings.fraud,
+                metrics: &self.settings.metrics,
             };
             #[cfg(feature = "fault-injection")]
             let inject = self
@@ -355,10 +354,7 @@ impl Worker {
             JobOutcome::Retry { .. } => "retry",
             JobOutcome::Dead { .. } => "dead",
         };
-        let finish = self
-            .store
-            .finish_job(job, outcome, fetches, now, self.settings.deliver_events)
-            .await?;
+        let finish = self.store.finish_job(job, outcome, fetches, now).await?;
         self.settings.metrics.job_run(match finish {
             Finish::LeaseLost => "lease_lost",
             Finish::Recorded(_) => ended,

@@ -209,10 +209,7 @@ async fn confirm(State(s): State<Shared>, Path(text): Path<String>) -> Result<Re
 
 async fn dismiss(State(s): State<Shared>, Path(text): Path<String>) -> Result<Response> {
     let n = id(&text)?;
-    let answer = s
-        .store
-        .dismiss_review(n, s.now(), s.delivers_events)
-        .await?;
+    let answer = s.store.dismiss_review(n, s.now()).await?;
     review_answer(n, answer)
 }
 

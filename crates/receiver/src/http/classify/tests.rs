@@ -348,10 +348,16 @@ fn a_fraud_alert_naming_nothing_keeps_its_own_id() {
 fn a_signature_authenticates_an_alert_only_over_its_own_ids() {
     let body = r#"{"data":{"merchant_order":5,"payment_id":77}}"#;
     let mut c = run("type=stop_delivery_op_wh&data.id=77", body).unwrap();
-    c.authenticate("77");
+    c.authenticate("77", true);
     assert!(alert(&c).authenticated);
+    let mut c = run("type=stop_delivery_op_wh&data.id=77", body).unwrap();
+    c.authenticate("77", false);
+    assert!(
+        !alert(&c).authenticated,
+        "a stale signature authenticates nothing"
+    );
     let mut c = run("type=stop_delivery_op_wh&data.id=123456", body).unwrap();
-    c.authenticate("123456");
+    c.authenticate("123456", true);
     assert!(!alert(&c).authenticated);
 }
 

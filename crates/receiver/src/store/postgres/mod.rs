@@ -14,10 +14,12 @@
 //! - Migrations are applied once, under an advisory lock (`schema.rs`).
 
 pub(super) mod copy;
+mod decisions;
 mod enums;
 mod listen;
 mod reads;
 mod reconcile;
+mod reviews;
 mod schema;
 mod tls;
 mod work;
@@ -37,12 +39,13 @@ use super::model::{
     NewDelivery, NewJob, Sighting,
 };
 use super::views::{
-    Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
-    JobDetail, JobSummary, MetricsSnapshot, OrderView, Pruned, ReviewView,
+    DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health, JobDetail,
+    JobSummary, MetricsSnapshot, OrderView, Pruned,
 };
 use super::{CommitHealth, StoreError};
 use crate::clock::unix_ms_now;
-use crate::domain::{Effects, EventState, JobState, Review};
+use crate::domain::verdict::DecisionRules;
+use crate::domain::{Effects, EventState, JobState};
 use listen::{Broadcast, Channel};
 use work::IngestParams;
 
@@ -274,8 +277,8 @@ impl PgStore {
     }
 
     /// Queued events that are to be sent wake the other outboxes.
-    async fn wake_outboxes(&self, emitted: &[String], deliver: bool) {
-        if deliver && !emitted.is_empty() {
+    async fn wake_outboxes(&self, emitted: &[String], rules: &DecisionRules) {
+        if rules.events.deliver && !emitted.is_empty() {
             self.wake(Channel::Events).await;
         }
     }
@@ -322,12 +325,11 @@ impl PgStore {
         outcome: JobOutcome,
         fetches: Vec<FetchRow>,
         now: i64,
-        deliver_events: bool,
+        rules: DecisionRules,
     ) -> Result<(Finish, bool), StoreError> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
-        let (finish, pending) =
-            work::finish(&tx, &job, &outcome, &fetches, now, deliver_events).await?;
+        let (finish, pending) = work::finish(&tx, &job, &outcome, &fetches, now, &rules).await?;
         if finish == Finish::LeaseLost {
             tx.rollback().await?;
             return Ok((finish, false));
@@ -337,7 +339,7 @@ impl PgStore {
             self.wake(Channel::Jobs).await;
         }
         if let Finish::Recorded(emitted) = &finish {
-            self.wake_outboxes(emitted, deliver_events).await;
+            self.wake_outboxes(emitted, &rules).await;
         }
         Ok((finish, pending))
     }
@@ -347,25 +349,17 @@ impl PgStore {
         job: LeasedJob,
         effects: Effects,
         now: i64,
-        deliver_events: bool,
+        rules: DecisionRules,
     ) -> Result<Finish, StoreError> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
         if !work::holds_lease(&tx, &job).await? {
             return Ok(Finish::LeaseLost);
         }
-        let emitted = work::apply(
-            &tx,
-            &job.account,
-            Some(job.id),
-            &effects,
-            now,
-            deliver_events,
-            None,
-        )
-        .await?;
+        let emitted =
+            decisions::apply(&tx, &job.account, Some(job.id), &effects, now, &rules, None).await?;
         tx.commit().await?;
-        self.wake_outboxes(&emitted, deliver_events).await;
+        self.wake_outboxes(&emitted, &rules).await;
         Ok(Finish::Recorded(emitted))
     }
 
@@ -391,70 +385,6 @@ impl PgStore {
     /// The sweeper's lock, if no other instance holds it.
     pub async fn lead(&self) -> Result<Option<Leader>, StoreError> {
         reconcile::lead(self.client().await?).await
-    }
-
-    pub async fn order_flags(
-        &self,
-        account: String,
-        order: String,
-    ) -> Result<(bool, bool), StoreError> {
-        let row = self
-            .client()
-            .await?
-            .query_opt(
-                "SELECT released_at IS NOT NULL, blocked_at IS NOT NULL FROM orders
-                 WHERE account = $1 AND order_id = $2",
-                &[&account, &order],
-            )
-            .await?;
-        Ok(match row {
-            Some(r) => (r.try_get(0)?, r.try_get(1)?),
-            None => (false, false),
-        })
-    }
-
-    pub async fn review_state(
-        &self,
-        account: String,
-        job_key: String,
-    ) -> Result<Option<Review>, StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        work::review_state(&tx, &account, &job_key).await
-    }
-
-    pub async fn reviews(
-        &self,
-        state: Option<Review>,
-        limit: i64,
-    ) -> Result<Vec<ReviewView>, StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        work::reviews(&tx, state, limit).await
-    }
-
-    pub async fn confirm_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        let answer = work::confirm_review(&tx, id, now).await?;
-        tx.commit().await?;
-        self.wake(Channel::Jobs).await;
-        Ok(answer)
-    }
-
-    pub async fn dismiss_review(
-        &self,
-        id: i64,
-        now: i64,
-        deliver_events: bool,
-    ) -> Result<(Answer, Vec<String>), StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        let (answer, emitted) = work::dismiss_review(&tx, id, now, deliver_events).await?;
-        tx.commit().await?;
-        self.wake(Channel::Jobs).await;
-        self.wake_outboxes(&emitted, deliver_events).await;
-        Ok((answer, emitted))
     }
 
     pub async fn lease_events(

@@ -154,6 +154,22 @@ const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX fetches_at ON fetches (at);
     "#,
+    // 4: as SQLite's 8: reasons, reviews by round, blocks by
+    // unauthenticated alerts, signatures looked up, API answers kept.
+    r#"
+    ALTER TABLE decisions ADD COLUMN reason TEXT;
+    ALTER TABLE fraud_reviews DROP CONSTRAINT fraud_reviews_account_job_key_key;
+    ALTER TABLE fraud_reviews ADD COLUMN round INT NOT NULL DEFAULT 0;
+    ALTER TABLE fraud_reviews ADD COLUMN delivery_id BIGINT;
+    ALTER TABLE fraud_reviews ADD CONSTRAINT fraud_reviews_round UNIQUE (account, job_key, round);
+    ALTER TABLE order_blocks ADD COLUMN unauthenticated BOOLEAN NOT NULL DEFAULT false;
+    CREATE INDEX order_blocks_unauthenticated ON order_blocks (account, blocked_at)
+        WHERE unauthenticated;
+    ALTER TABLE deliveries ADD COLUMN signature_key TEXT;
+    CREATE INDEX deliveries_signature ON deliveries (signature_key)
+        WHERE signature_key IS NOT NULL;
+    ALTER TABLE fetches ADD COLUMN body BYTEA;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1,18 +1,23 @@
 //! Decisions and their events, written with the job's completion.
 //!
-//! A decision is unique per (account, subject, key): the first job to reach
-//! it records it and queues its event; every later one finds it recorded and
-//! does nothing. That is what makes each effect happen once, however many
-//! notifications, retries and restarts lead to it. Guards are checked here,
-//! inside the writer's transaction, so two jobs racing on one order cannot
-//! both pass them.
+//! For each decision the writer reads what the kernel needs (the subject's
+//! recorded final outcome, the flags of the orders its guards name), asks
+//! the kernel (`DecisionRules::decide`), and writes what it answers. A
+//! decision is unique per (account, subject, key): the first job to reach
+//! it records it and queues its event; a later one finds the key taken and
+//! writes nothing. All of it inside the writer's transaction, so two jobs
+//! racing on one order cannot both pass a guard.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::clock::rfc3339;
-use crate::domain::{Decision, Effects, EventState, Guard, HeldAlert, Mark, Review, Slot};
-use crate::rules::{self, Finality};
-use crate::store::model::{LeasedJob, event_id};
+use crate::domain::verdict::{Context, DecisionRules, Record, Verdict};
+use crate::domain::{
+    Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, ReviewMark, Slot,
+};
+use crate::store::model::LeasedJob;
+
+/// How far back blocks by unauthenticated alerts are counted.
+const BLOCK_WINDOW_MS: i64 = 3_600_000;
 
 /// Applies `effects`; returns the ids of the events queued.
 pub(super) fn apply(
@@ -20,7 +25,7 @@ pub(super) fn apply(
     job: &LeasedJob,
     effects: &Effects,
     now: i64,
-    deliver: bool,
+    rules: &DecisionRules,
 ) -> rusqlite::Result<Vec<String>> {
     let account = job.account.as_str();
     for o in &effects.orders {
@@ -41,91 +46,125 @@ pub(super) fn apply(
     }
     let mut emitted = Vec::new();
     for d in &effects.decisions {
-        if let Some(id) = decide(conn, account, Some(job.id), d, now, deliver)? {
+        if let Some(id) = decide(conn, account, Some(job.id), d, now, rules)? {
             emitted.push(id);
         }
     }
     Ok(emitted)
 }
 
-/// Records one decision and queues its event, unless a guard fails, it was
-/// recorded already, or it contradicts its subject's final outcome.
+/// Records one decision as the kernel says; returns its event's id when
+/// one was queued.
 pub(super) fn decide(
     conn: &Connection,
     account: &str,
     job_id: Option<i64>,
     d: &Decision,
     now: i64,
-    deliver: bool,
+    rules: &DecisionRules,
 ) -> rusqlite::Result<Option<String>> {
-    let event_type = d.event.as_str();
-    if !guards_hold(conn, account, &d.guards)? {
-        tracing::debug!(job_id, subject = %d.subject, key = %d.key, "decision skipped: a guard does not hold");
-        return Ok(None);
-    }
-    if d.slot == Slot::Final {
-        let recorded = recorded_final(conn, account, &d.subject)?;
-        match rules::finality(recorded.as_deref(), event_type) {
-            Finality::New => {}
-            Finality::Same => return Ok(None),
-            Finality::Conflict => {
-                tracing::warn!(
-                    job_id, subject = %d.subject, recorded = ?recorded, new = %event_type,
-                    "conflicting final state: recorded, nothing changed"
-                );
-                insert_decision(
-                    conn,
-                    account,
-                    &d.subject,
-                    &format!("conflict:{event_type}"),
-                    event_type,
-                    None,
-                    job_id,
-                    now,
-                )?;
-                return Ok(None);
-            }
-        }
-    }
-    let key = match d.slot {
-        Slot::Final => "final",
-        Slot::Once => d.key.as_str(),
+    let facts = facts(conn, account, &d.guards, now)?;
+    let recorded_final = match d.slot {
+        Slot::Final => recorded_final(conn, account, &d.subject)?,
+        Slot::Once => None,
     };
-    let id = event_id(account, &d.subject, key);
-    if !insert_decision(
+    let ctx = Context {
+        account,
+        now,
+        recorded_final,
+        facts: &facts,
+    };
+    match (rules.decide)(d, &ctx, rules.events) {
+        Verdict::Skip => {
+            tracing::debug!(job_id, subject = %d.subject, key = %d.key, "decision skipped: a guard does not hold");
+            Ok(None)
+        }
+        Verdict::Same => Ok(None),
+        Verdict::Conflict { key, reason } => {
+            tracing::warn!(
+                job_id, subject = %d.subject, recorded = ?recorded_final, new = %d.event,
+                "conflicting final state: recorded, nothing changed"
+            );
+            insert_decision(
+                conn, account, &d.subject, &key, d.event, None, job_id, now, &reason,
+            )?;
+            Ok(None)
+        }
+        Verdict::Record(r) => record(conn, account, job_id, &d.subject, r, now),
+    }
+}
+
+fn record(
+    conn: &Connection,
+    account: &str,
+    job_id: Option<i64>,
+    subject: &str,
+    r: Record,
+    now: i64,
+) -> rusqlite::Result<Option<String>> {
+    let event_id = r.event.as_ref().map(|e| e.id.as_str());
+    let inserted = insert_decision(
         conn,
         account,
-        &d.subject,
-        key,
-        event_type,
-        Some(&id),
+        subject,
+        &r.key,
+        r.event_type,
+        event_id,
         job_id,
         now,
-    )? {
+        &r.reason,
+    )?;
+    if !inserted {
         return Ok(None);
     }
-    for m in &d.marks {
+    for m in &r.marks {
         mark(conn, account, m, now)?;
     }
-    let body = serde_json::json!({
-        "id": id,
-        "type": event_type,
-        "created_at": rfc3339(now),
-        "account": account,
-        "data": d.data,
-    });
-    let state = if deliver {
-        EventState::Pending
-    } else {
-        EventState::Stored
+    let Some(event) = r.event else {
+        tracing::info!(job_id, event_type = %r.event_type, subject, "decided (not told)");
+        return Ok(None);
     };
     conn.prepare_cached(
         "INSERT INTO events (id, account, type, subject, body, job_id, created_at, state, next_attempt_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7)",
     )?
-    .execute(params![id, account, event_type, d.subject, body.to_string(), job_id, now, state])?;
-    tracing::info!(job_id, event_id = %id, event_type, subject = %d.subject, "decided");
-    Ok(Some(id))
+    .execute(params![
+        event.id,
+        account,
+        r.event_type.as_str(),
+        subject,
+        event.body,
+        job_id,
+        now,
+        event.state
+    ])?;
+    tracing::info!(job_id, event_id = %event.id, event_type = %r.event_type, subject, "decided");
+    Ok(Some(event.id))
+}
+
+/// What the guards name, as recorded now.
+fn facts(
+    conn: &Connection,
+    account: &str,
+    guards: &[Guard],
+    now: i64,
+) -> rusqlite::Result<GuardFacts> {
+    let mut facts = GuardFacts::default();
+    for g in guards {
+        if let Some(order) = g.order() {
+            let flags = order_flags(conn, account, order.as_str())?;
+            facts.orders.insert(order.to_string(), flags);
+        }
+        if matches!(g, Guard::UnauthenticatedBlocksUnder(_)) {
+            facts.unauthenticated_blocks_last_hour = conn
+                .prepare_cached(
+                    "SELECT count(*) FROM order_blocks
+                     WHERE account = ?1 AND unauthenticated = 1 AND blocked_at > ?2",
+                )?
+                .query_row(params![account, now - BLOCK_WINDOW_MS], |r| r.get(0))?;
+        }
+    }
+    Ok(facts)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -134,18 +173,28 @@ fn insert_decision(
     account: &str,
     subject: &str,
     key: &str,
-    event_type: &str,
+    event_type: EventType,
     event_id: Option<&str>,
     job_id: Option<i64>,
     now: i64,
+    reason: &str,
 ) -> rusqlite::Result<bool> {
     Ok(conn
         .prepare_cached(
-            "INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO decisions (account, subject, key, event_type, event_id, job_id, created_at, reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
              ON CONFLICT (account, subject, key) DO NOTHING",
         )?
-        .execute(params![account, subject, key, event_type, event_id, job_id, now])?
+        .execute(params![
+            account,
+            subject,
+            key,
+            event_type.as_str(),
+            event_id,
+            job_id,
+            now,
+            reason
+        ])?
         == 1)
 }
 
@@ -153,50 +202,37 @@ fn recorded_final(
     conn: &Connection,
     account: &str,
     subject: &str,
-) -> rusqlite::Result<Option<String>> {
-    conn.prepare_cached(
-        "SELECT event_type FROM decisions
-         WHERE account = ?1 AND subject = ?2 AND key = 'final'",
-    )?
-    .query_row(params![account, subject], |r| r.get(0))
-    .optional()
-}
-
-fn guards_hold(conn: &Connection, account: &str, guards: &[Guard]) -> rusqlite::Result<bool> {
-    for g in guards {
-        let (order, column, want_set) = match g {
-            Guard::OrderReleased(o) => (o, "released_at", true),
-            Guard::OrderNotReleased(o) => (o, "released_at", false),
-            Guard::OrderNotBlocked(o) => (o, "blocked_at", false),
-        };
-        let set: bool = conn
-            .prepare_cached(&format!(
-                "SELECT {column} IS NOT NULL FROM orders WHERE account = ?1 AND order_id = ?2"
-            ))?
-            .query_row(params![account, order.as_str()], |r| r.get(0))
-            .optional()?
-            .unwrap_or(false);
-        if set != want_set {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+) -> rusqlite::Result<Option<EventType>> {
+    let text: Option<String> = conn
+        .prepare_cached(
+            "SELECT event_type FROM decisions
+             WHERE account = ?1 AND subject = ?2 AND key = 'final'",
+        )?
+        .query_row(params![account, subject], |r| r.get(0))
+        .optional()?;
+    Ok(text.as_deref().and_then(EventType::parse))
 }
 
 fn mark(conn: &Connection, account: &str, m: &Mark, now: i64) -> rusqlite::Result<()> {
-    let (order, column) = match m {
-        Mark::OrderReleased(o) => (o, "released_at"),
-        Mark::OrderAtRisk(o) => (o, "at_risk_at"),
-        Mark::OrderBlocked { order, alert } => {
-            conn.prepare_cached(
-                "INSERT INTO order_blocks (account, order_id, alert, blocked_at) VALUES (?1, ?2, ?3, ?4)
+    let (order, column) =
+        match m {
+            Mark::OrderReleased(o) => (o, "released_at"),
+            Mark::OrderAtRisk(o) => (o, "at_risk_at"),
+            Mark::OrderBlocked {
+                order,
+                alert,
+                unauthenticated,
+            } => {
+                conn.prepare_cached(
+                "INSERT INTO order_blocks (account, order_id, alert, blocked_at, unauthenticated)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (account, order_id, alert) DO UPDATE SET lifted_at = NULL",
             )?
-            .execute(params![account, order.as_str(), alert, now])?;
-            (order, "blocked_at")
-        }
-        Mark::HoldForReview(h) => return hold(conn, account, h, now),
-    };
+            .execute(params![account, order.as_str(), alert, now, unauthenticated])?;
+                (order, "blocked_at")
+            }
+            Mark::Review(r) => return review(conn, account, r, now),
+        };
     conn.prepare_cached(&format!(
         "INSERT INTO orders (account, order_id, {column}, updated_at) VALUES (?1, ?2, ?3, ?3)
          ON CONFLICT (account, order_id) DO UPDATE SET
@@ -206,21 +242,33 @@ fn mark(conn: &Connection, account: &str, m: &Mark, now: i64) -> rusqlite::Resul
     Ok(())
 }
 
-fn hold(conn: &Connection, account: &str, h: &HeldAlert, now: i64) -> rusqlite::Result<()> {
+/// A review of one round of an alert: held (it covers each later delivery
+/// while it waits) or rejected; a hold takes over a rejection of its round.
+fn review(conn: &Connection, account: &str, r: &ReviewMark, now: i64) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT INTO fraud_reviews (account, job_key, alert, merchant_order, payment, reason, state, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-         ON CONFLICT (account, job_key) DO NOTHING",
+        "INSERT INTO fraud_reviews (account, job_key, round, alert, merchant_order, payment,
+                                    reason, state, delivery_id, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (account, job_key, round) DO UPDATE SET
+             state = excluded.state, reason = excluded.reason,
+             delivery_id = excluded.delivery_id,
+             merchant_order = coalesce(excluded.merchant_order, fraud_reviews.merchant_order),
+             payment = coalesce(excluded.payment, fraud_reviews.payment)
+         WHERE fraud_reviews.state IN (?11, ?12)",
     )?
     .execute(params![
         account,
-        h.job_key,
-        h.alert,
-        h.merchant_order.as_ref().map(|o| o.as_str()),
-        h.payment.as_ref().map(|p| p.as_str()),
-        h.reason,
-        Review::Held,
-        now
+        r.job_key,
+        r.round,
+        r.alert,
+        r.merchant_order.as_ref().map(|o| o.as_str()),
+        r.payment.as_ref().map(|p| p.as_str()),
+        r.reason,
+        r.state,
+        r.delivery_id,
+        now,
+        crate::domain::Review::Held,
+        crate::domain::Review::Rejected,
     ])?;
     Ok(())
 }
@@ -248,19 +296,41 @@ pub(super) fn lift_block(
     Ok(())
 }
 
-/// Whether an order is (released, blocked).
+/// Whether an order is released and whether it is blocked.
 pub(super) fn order_flags(
     conn: &Connection,
     account: &str,
     order: &str,
-) -> rusqlite::Result<(bool, bool)> {
+) -> rusqlite::Result<OrderFlags> {
     Ok(conn
-        .query_row(
+        .prepare_cached(
             "SELECT released_at IS NOT NULL, blocked_at IS NOT NULL FROM orders
              WHERE account = ?1 AND order_id = ?2",
-            params![account, order],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        )?
+        .query_row(params![account, order], |r| {
+            Ok(OrderFlags {
+                released: r.get(0)?,
+                blocked: r.get(1)?,
+            })
+        })
         .optional()?
-        .unwrap_or((false, false)))
+        .unwrap_or_default())
+}
+
+/// How an order stands for one alert: released, and whether this alert's
+/// block stands.
+pub(super) fn block_state(
+    conn: &Connection,
+    account: &str,
+    order: &str,
+    alert: &str,
+) -> rusqlite::Result<(bool, bool)> {
+    let released = order_flags(conn, account, order)?.released;
+    let blocked: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM order_blocks
+              WHERE account = ?1 AND order_id = ?2 AND alert = ?3 AND lifted_at IS NULL)",
+        )?
+        .query_row(params![account, order, alert], |r| r.get(0))?;
+    Ok((released, blocked))
 }

@@ -31,8 +31,8 @@ pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ing
     conn.prepare_cached(
         "INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
                  notification_id, source_news, query, headers, body, remote_addr,
-                 fingerprint, duplicate_of, signature, job_key, body_size)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 fingerprint, duplicate_of, signature, job_key, body_size, signature_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?
     .execute(params![
         d.received_at,
@@ -51,6 +51,7 @@ pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ing
         d.signature,
         d.job.as_ref().map(|j| &j.key),
         d.body_size.map(|n| n as i64),
+        d.signature_key,
     ])?;
     // RETURNING would cost an ephemeral table per statement on this hot path.
     let delivery_id = conn.last_insert_rowid();
@@ -127,4 +128,19 @@ pub(super) fn enqueue(
     }
     conn.prepare_cached("SELECT id FROM jobs WHERE account = ?1 AND job_key = ?2")?
         .query_row(params![account, job.key], |r| r.get(0))
+}
+
+/// Whether another delivery carries the same signature (`ts` and `v1`) as
+/// `delivery_id`: a signature seen twice was replayed, and authenticates
+/// nothing. One seek of the signatures' index.
+pub(super) fn signature_seen_elsewhere(
+    conn: &Connection,
+    delivery_id: i64,
+) -> rusqlite::Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM deliveries o, deliveries d
+          WHERE d.id = ?1 AND d.signature_key IS NOT NULL
+            AND o.signature_key = d.signature_key AND o.id != d.id)",
+    )?
+    .query_row([delivery_id], |r| r.get(0))
 }

@@ -13,6 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::decisions;
 use crate::domain::JobState;
+use crate::domain::verdict::DecisionRules;
 use crate::store::model::{FetchRow, Finish, JobOutcome, LeasedJob};
 
 pub(super) fn release_all(conn: &Connection) -> rusqlite::Result<usize> {
@@ -95,7 +96,7 @@ pub(super) fn finish(
     outcome: &JobOutcome,
     fetches: &[FetchRow],
     now: i64,
-    deliver_events: bool,
+    rules: &DecisionRules,
 ) -> rusqlite::Result<(Finish, bool)> {
     let Some(rerun) = rerun_if_held(conn, job)? else {
         return Ok((Finish::LeaseLost, false));
@@ -121,7 +122,7 @@ pub(super) fn finish(
     let fence = "WHERE id = ?1 AND attempts = ?2 AND state = ?3";
     match outcome {
         JobOutcome::Done(effects) => {
-            let emitted = decisions::apply(conn, job, effects, now, deliver_events)?;
+            let emitted = decisions::apply(conn, job, effects, now, rules)?;
             conn.execute(
                 &format!(
                     "UPDATE jobs SET

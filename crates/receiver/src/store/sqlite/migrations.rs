@@ -193,6 +193,44 @@ const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX fetches_at ON fetches (at);
     "#,
+    // 8: each decision's reason; fraud reviews by round (a dismissal covers
+    // the deliveries it saw, a later alert opens the next round); blocks by
+    // unauthenticated alerts counted per hour; signatures looked up to
+    // refuse a replay (only signed deliveries are in the index); what each
+    // API call answered.
+    r#"
+    ALTER TABLE decisions ADD COLUMN reason TEXT;
+    CREATE TABLE fraud_reviews_by_round (
+        id             INTEGER PRIMARY KEY,
+        account        TEXT    NOT NULL,
+        job_key        TEXT    NOT NULL,
+        round          INTEGER NOT NULL DEFAULT 0,
+        alert          TEXT    NOT NULL,
+        merchant_order TEXT,
+        payment        TEXT,
+        reason         TEXT    NOT NULL,
+        state          INTEGER NOT NULL,
+        delivery_id    INTEGER,
+        created_at     INTEGER NOT NULL,
+        decided_at     INTEGER,
+        UNIQUE (account, job_key, round)
+    ) STRICT;
+    INSERT INTO fraud_reviews_by_round (id, account, job_key, alert, merchant_order, payment,
+                                        reason, state, created_at, decided_at)
+        SELECT id, account, job_key, alert, merchant_order, payment, reason, state,
+               created_at, decided_at
+        FROM fraud_reviews;
+    DROP TABLE fraud_reviews;
+    ALTER TABLE fraud_reviews_by_round RENAME TO fraud_reviews;
+    CREATE INDEX fraud_reviews_state ON fraud_reviews (state, id);
+    ALTER TABLE order_blocks ADD COLUMN unauthenticated INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX order_blocks_unauthenticated ON order_blocks (account, blocked_at)
+        WHERE unauthenticated = 1;
+    ALTER TABLE deliveries ADD COLUMN signature_key TEXT;
+    CREATE INDEX deliveries_signature ON deliveries (signature_key)
+        WHERE signature_key IS NOT NULL;
+    ALTER TABLE fetches ADD COLUMN body BLOB;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -44,7 +44,8 @@ use super::views::{
     JobDetail, JobSummary, MetricsSnapshot, OrderView, Pruned, ReviewView,
 };
 use crate::clock::unix_ms_now;
-use crate::domain::{Effects, EventState, JobState, Review};
+use crate::domain::verdict::DecisionRules;
+use crate::domain::{Effects, EventState, JobState, Review, ReviewSeen};
 use writer::Writer;
 
 impl From<rusqlite::Error> for StoreError {
@@ -226,9 +227,9 @@ impl SqliteStore {
         outcome: JobOutcome,
         fetches: Vec<FetchRow>,
         now: i64,
-        deliver_events: bool,
+        rules: DecisionRules,
     ) -> Result<(Finish, bool), StoreError> {
-        self.write(move |c| jobs::finish(c, &job, &outcome, &fetches, now, deliver_events))
+        self.write(move |c| jobs::finish(c, &job, &outcome, &fetches, now, &rules))
             .await
     }
 
@@ -237,13 +238,13 @@ impl SqliteStore {
         job: LeasedJob,
         effects: Effects,
         now: i64,
-        deliver_events: bool,
+        rules: DecisionRules,
     ) -> Result<Finish, StoreError> {
         self.write(move |c| {
             if !jobs::holds_lease(c, &job)? {
                 return Ok(Finish::LeaseLost);
             }
-            decisions::apply(c, &job, &effects, now, deliver_events).map(Finish::Recorded)
+            decisions::apply(c, &job, &effects, now, &rules).map(Finish::Recorded)
         })
         .await
     }
@@ -261,21 +262,27 @@ impl SqliteStore {
         self.read(move |c| reconcile::missed_since(c, since)).await
     }
 
-    pub async fn order_flags(
+    pub async fn block_state(
         &self,
         account: String,
         order: String,
+        alert: String,
     ) -> Result<(bool, bool), StoreError> {
-        self.read(move |c| decisions::order_flags(c, &account, &order))
+        self.read(move |c| decisions::block_state(c, &account, &order, &alert))
             .await
     }
 
-    pub async fn review_state(
+    pub async fn signature_seen_elsewhere(&self, delivery_id: i64) -> Result<bool, StoreError> {
+        self.read(move |c| deliveries::signature_seen_elsewhere(c, delivery_id))
+            .await
+    }
+
+    pub async fn latest_review(
         &self,
         account: String,
         job_key: String,
-    ) -> Result<Option<Review>, StoreError> {
-        self.read(move |c| reviews::state_of(c, &account, &job_key))
+    ) -> Result<Option<ReviewSeen>, StoreError> {
+        self.read(move |c| reviews::latest(c, &account, &job_key))
             .await
     }
 
@@ -295,9 +302,9 @@ impl SqliteStore {
         &self,
         id: i64,
         now: i64,
-        deliver_events: bool,
+        rules: DecisionRules,
     ) -> Result<(Answer, Vec<String>), StoreError> {
-        self.write(move |c| reviews::dismiss(c, id, now, deliver_events))
+        self.write(move |c| reviews::dismiss(c, id, now, &rules))
             .await
     }
 

@@ -1,19 +1,21 @@
-//! Fraud alerts held for a person (DESIGN section 4): listed, confirmed
-//! (the alert's job runs again and the cancel or refund goes ahead) or
-//! dismissed (the alert's block is lifted, `fraud_alert.dismissed` is told,
-//! and the order's release rule runs again).
+//! Fraud alerts a person must see (DESIGN section 4): held ones, listed,
+//! confirmed (the alert's job runs again and the cancel or refund goes
+//! ahead) or dismissed (the alert's block is lifted, `fraud_alert.dismissed`
+//! is told, and the order's release rule runs again); rejected ones, kept
+//! to be seen. Each review is one round of its alert's key.
 
+use pointhook_common::clock::rfc3339;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::decisions;
 use super::deliveries;
-use crate::clock::rfc3339;
-use crate::domain::{JobState, MerchantOrderId, Review, Work};
+use crate::domain::verdict::{DecisionRules, DismissedReview};
+use crate::domain::{JobState, MerchantOrderId, Review, ReviewSeen, Work};
 use crate::store::model::NewJob;
 use crate::store::views::{Answer, ReviewView};
 
-const COLUMNS: &str =
-    "id, account, state, merchant_order, payment, reason, job_key, created_at, decided_at";
+const COLUMNS: &str = "id, account, state, merchant_order, payment, reason, job_key, created_at, \
+                       decided_at, round, alert, delivery_id";
 
 fn view(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReviewView> {
     let state: Review = r.get(2)?;
@@ -21,6 +23,9 @@ fn view(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReviewView> {
         id: r.get(0)?,
         account: r.get(1)?,
         state: state.as_str(),
+        round: r.get(9)?,
+        alert: r.get(10)?,
+        delivery_id: r.get(11)?,
         merchant_order_id: r.get(3)?,
         payment_id: r.get(4)?,
         reason: r.get(5)?,
@@ -52,15 +57,24 @@ pub(super) fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<ReviewV
     .optional()
 }
 
-/// The review of the alert behind `job_key`, if one was held.
-pub(super) fn state_of(
+/// The latest review of the alert behind `job_key`, if there is one.
+pub(super) fn latest(
     conn: &Connection,
     account: &str,
     job_key: &str,
-) -> rusqlite::Result<Option<Review>> {
-    conn.prepare_cached("SELECT state FROM fraud_reviews WHERE account = ?1 AND job_key = ?2")?
-        .query_row(params![account, job_key], |r| r.get(0))
-        .optional()
+) -> rusqlite::Result<Option<ReviewSeen>> {
+    conn.prepare_cached(
+        "SELECT state, round, delivery_id FROM fraud_reviews
+         WHERE account = ?1 AND job_key = ?2 ORDER BY round DESC LIMIT 1",
+    )?
+    .query_row(params![account, job_key], |r| {
+        Ok(ReviewSeen {
+            state: r.get(0)?,
+            round: r.get(1)?,
+            delivery_id: r.get(2)?,
+        })
+    })
+    .optional()
 }
 
 /// Marks the review decided; `Err` when it is not held any more.
@@ -119,26 +133,29 @@ pub(super) fn dismiss(
     conn: &Connection,
     id: i64,
     now: i64,
-    deliver: bool,
+    rules: &DecisionRules,
 ) -> rusqlite::Result<(Answer, Vec<String>)> {
     let review = match decide(conn, id, Review::Dismissed, now)? {
         Ok(r) => r,
         Err(answer) => return Ok((answer, Vec::new())),
     };
-    let alert = conn.query_row("SELECT alert FROM fraud_reviews WHERE id = ?1", [id], |r| {
-        r.get::<_, String>(0)
-    })?;
     let order = review
         .merchant_order_id
         .as_deref()
         .and_then(|o| MerchantOrderId::parse(o).ok());
     let mut emitted = Vec::new();
-    let decision = crate::store::model::dismissal(&review, &alert);
-    if let Some(e) = decisions::decide(conn, &review.account, None, &decision, now, deliver)? {
+    let decision = (rules.dismissal)(&DismissedReview {
+        review_id: review.id,
+        alert: review.alert.clone(),
+        merchant_order: review.merchant_order_id.clone(),
+        payment: review.payment_id.clone(),
+        reason: review.reason.clone(),
+    });
+    if let Some(e) = decisions::decide(conn, &review.account, None, &decision, now, rules)? {
         emitted.push(e);
     }
     if let Some(order) = order {
-        decisions::lift_block(conn, &review.account, order.as_str(), &alert, now)?;
+        decisions::lift_block(conn, &review.account, order.as_str(), &review.alert, now)?;
         let work = Work::MerchantOrder { id: order };
         deliveries::enqueue(conn, &review.account, &NewJob::for_work(&work), None, now)?;
     }

@@ -4,9 +4,10 @@
 
 use crate::domain::{EventState, JobKind, JobState, Kind, Review, SignatureStatus};
 
-/// Implements `ToSql`/`FromSql` for a fieldless `#[repr(i16)]` enum.
+/// Implements `ToSql`/`FromSql` for fieldless `#[repr(i16)]` enums; every
+/// variant is read back through `all()`, so a new one needs no edit here.
 macro_rules! sql_enum {
-    ($ty:ident { $($variant:ident),+ $(,)? }) => {
+    ($($ty:ident),+) => {$(
         impl rusqlite::types::ToSql for $ty {
             fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
                 Ok(rusqlite::types::ToSqlOutput::from(*self as i16 as i64))
@@ -18,53 +19,15 @@ macro_rules! sql_enum {
                 value: rusqlite::types::ValueRef<'_>,
             ) -> rusqlite::types::FromSqlResult<Self> {
                 let n = value.as_i64()?;
-                $(if n == $ty::$variant as i16 as i64 {
-                    return Ok($ty::$variant);
-                })+
-                Err(rusqlite::types::FromSqlError::OutOfRange(n))
+                $ty::all()
+                    .find(|v| *v as i16 as i64 == n)
+                    .ok_or(rusqlite::types::FromSqlError::OutOfRange(n))
             }
         }
-    };
+    )+};
 }
 
-sql_enum!(Kind {
-    Ipn,
-    Webhook,
-    IntentWebhook,
-    Reconcile
-});
-sql_enum!(JobKind {
-    Payment,
-    MerchantOrder,
-    Chargeback,
-    PaymentIntent,
-    FraudAlert,
-    PlatformOrder,
-});
-sql_enum!(JobState {
-    Pending,
-    Running,
-    Done,
-    Dead
-});
-sql_enum!(EventState {
-    Pending,
-    Delivered,
-    Dead,
-    Stored,
-});
-sql_enum!(SignatureStatus {
-    NotChecked,
-    Valid,
-    Invalid,
-    Unsigned,
-    ValidUnbound,
-});
-sql_enum!(Review {
-    Held,
-    Confirmed,
-    Dismissed
-});
+sql_enum!(Kind, JobKind, JobState, EventState, SignatureStatus, Review);
 
 #[cfg(test)]
 mod tests {

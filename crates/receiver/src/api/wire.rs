@@ -1,69 +1,25 @@
-//! The platform's resources as the API returns them (see `fixtures/api/`),
+//! The platform's resources as the API writes them (see `fixtures/api/`),
 //! read tolerantly: ids as numbers or strings, unknown fields ignored,
-//! unknown statuses kept as text.
+//! unknown statuses kept as text. Each converts into its `domain::platform`
+//! type here, at the edge: the rules never see these.
 
+use pointhook_common::money::Money;
 use serde::{Deserialize, Deserializer};
 
+use crate::domain::platform::{self as domain, PaymentStatus};
 use crate::domain::{
     ChargebackId, IntentId, IntentState, MerchantOrderId, PaymentId, PlatformOrderId,
 };
-use crate::money::Money;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PaymentStatus {
-    Pending,
-    Approved,
-    Authorized,
-    InProcess,
-    InMediation,
-    Rejected,
-    Cancelled,
-    Refunded,
-    ChargedBack,
-    Other(String),
-}
-
-impl PaymentStatus {
-    pub fn parse(s: &str) -> PaymentStatus {
-        match s {
-            "pending" => PaymentStatus::Pending,
-            "approved" => PaymentStatus::Approved,
-            "authorized" => PaymentStatus::Authorized,
-            "in_process" => PaymentStatus::InProcess,
-            "in_mediation" => PaymentStatus::InMediation,
-            "rejected" => PaymentStatus::Rejected,
-            "cancelled" => PaymentStatus::Cancelled,
-            "refunded" => PaymentStatus::Refunded,
-            "charged_back" => PaymentStatus::ChargedBack,
-            other => PaymentStatus::Other(other.to_string()),
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        match self {
-            PaymentStatus::Pending => "pending",
-            PaymentStatus::Approved => "approved",
-            PaymentStatus::Authorized => "authorized",
-            PaymentStatus::InProcess => "in_process",
-            PaymentStatus::InMediation => "in_mediation",
-            PaymentStatus::Rejected => "rejected",
-            PaymentStatus::Cancelled => "cancelled",
-            PaymentStatus::Refunded => "refunded",
-            PaymentStatus::ChargedBack => "charged_back",
-            PaymentStatus::Other(s) => s,
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for PaymentStatus {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(PaymentStatus::parse(&String::deserialize(d)?))
-    }
+/// A payment status as the API writes it; an unknown one is kept as text.
+pub fn payment_status<'de, D: Deserializer<'de>>(d: D) -> Result<PaymentStatus, D::Error> {
+    Ok(PaymentStatus::parse(&String::deserialize(d)?))
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Payment {
     pub id: PaymentId,
+    #[serde(deserialize_with = "payment_status")]
     pub status: PaymentStatus,
     #[serde(default)]
     pub status_detail: Option<String>,
@@ -119,6 +75,7 @@ pub struct MerchantOrder {
 pub struct OrderPayment {
     pub id: PaymentId,
     pub transaction_amount: Money,
+    #[serde(deserialize_with = "payment_status")]
     pub status: PaymentStatus,
     /// What was refunded of it; merchant orders and payments name it
     /// differently.
@@ -163,21 +120,6 @@ pub struct Chargeback {
     pub coverage_applied: Option<bool>,
     #[serde(default)]
     pub date_last_updated: Option<String>,
-}
-
-impl Chargeback {
-    /// What "a new status" means for a chargeback: the parts that change.
-    pub fn status_key(&self) -> String {
-        format!(
-            "{}/{}",
-            self.documentation_status.as_deref().unwrap_or("-"),
-            match self.coverage_applied {
-                Some(true) => "covered",
-                Some(false) => "not_covered",
-                None => "undecided",
-            }
-        )
-    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -275,13 +217,6 @@ pub struct OrderTransaction {
     pub reference_id: Option<String>,
 }
 
-impl OrderTransaction {
-    /// The classic payment behind this transaction, if it names one.
-    pub fn payment_id(&self) -> Option<PaymentId> {
-        PaymentId::parse(self.reference_id.as_deref()?).ok()
-    }
-}
-
 #[derive(Debug, Clone, Deserialize)]
 pub struct OrderRefund {
     #[serde(default, deserialize_with = "loose_text")]
@@ -290,6 +225,109 @@ pub struct OrderRefund {
     pub amount: Option<Money>,
     #[serde(default)]
     pub status: Option<String>,
+}
+
+impl From<Payment> for domain::Payment {
+    fn from(p: Payment) -> domain::Payment {
+        let merchant_order = p.merchant_order_id();
+        domain::Payment {
+            id: p.id,
+            status: p.status,
+            status_detail: p.status_detail,
+            amount: p.transaction_amount,
+            refunded: p.transaction_amount_refunded,
+            currency: p.currency_id,
+            external_reference: p.external_reference,
+            merchant_order,
+            last_updated: p.date_last_updated,
+        }
+    }
+}
+
+impl From<MerchantOrder> for domain::MerchantOrder {
+    fn from(o: MerchantOrder) -> domain::MerchantOrder {
+        domain::MerchantOrder {
+            id: o.id,
+            total: o.total_amount,
+            payments: o
+                .payments
+                .into_iter()
+                .map(|p| domain::OrderPayment {
+                    refunded: p.refunded(),
+                    id: p.id,
+                    amount: p.transaction_amount,
+                    status: p.status,
+                })
+                .collect(),
+            shipments: o.shipments.into_iter().map(|s| s.status).collect(),
+            external_reference: o.external_reference,
+        }
+    }
+}
+
+impl From<Chargeback> for domain::Chargeback {
+    fn from(c: Chargeback) -> domain::Chargeback {
+        domain::Chargeback {
+            id: c.id,
+            payments: c.payments,
+            amount: c.amount,
+            currency: c.currency,
+            reason: c.reason,
+            documentation_status: c.documentation_status,
+            coverage_applied: c.coverage_applied,
+            last_updated: c.date_last_updated,
+        }
+    }
+}
+
+impl From<PaymentIntent> for domain::PaymentIntent {
+    fn from(i: PaymentIntent) -> domain::PaymentIntent {
+        let info = i.additional_info.clone().unwrap_or_default();
+        domain::PaymentIntent {
+            state: i.state(),
+            payment: i.payment_id(),
+            id: i.id,
+            state_text: i.state,
+            amount_cents: i.amount,
+            external_reference: info.external_reference,
+            ticket_number: info.ticket_number,
+            device_id: i.device_id,
+        }
+    }
+}
+
+impl From<PlatformOrder> for domain::PlatformOrder {
+    fn from(o: PlatformOrder) -> domain::PlatformOrder {
+        domain::PlatformOrder {
+            id: o.id,
+            kind: o.kind,
+            status: o.status,
+            status_detail: o.status_detail,
+            external_reference: o.external_reference,
+            total: o.total_amount,
+            total_paid: o.total_paid_amount,
+            last_updated: o.last_updated_date,
+            payments: o
+                .transactions
+                .payments
+                .into_iter()
+                .map(|t| domain::OrderTransaction {
+                    id: t.id,
+                    refunded: t.refunded_amount,
+                    reference: t.reference_id,
+                })
+                .collect(),
+            refunds: o
+                .transactions
+                .refunds
+                .into_iter()
+                .map(|r| domain::OrderRefund {
+                    amount: r.amount,
+                    status: r.status,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// The id a resource says it has, to check it is the one asked for.
@@ -392,24 +430,26 @@ mod tests {
 
     #[test]
     fn fixtures_parse_with_ids_as_numbers_or_strings() {
-        let p: Payment = fixture("payment-approved.json");
+        let p: domain::Payment = fixture::<Payment>("payment-approved.json").into();
         assert_eq!(p.status, PaymentStatus::Approved);
-        assert_eq!(p.merchant_order_id().unwrap().as_str(), "4945357007");
-        let p: Payment = fixture("payment-pending.json");
+        assert_eq!(p.merchant_order.unwrap().as_str(), "4945357007");
+        let p: domain::Payment = fixture::<Payment>("payment-pending.json").into();
         assert_eq!(p.status, PaymentStatus::InProcess);
-        assert_eq!(p.merchant_order_id().unwrap().as_str(), "4945357007");
-        let o: MerchantOrder = fixture("merchant-order-paid-shipping.json");
-        assert_eq!(o.total_amount, Money::parse("350.5").unwrap());
+        assert_eq!(p.merchant_order.unwrap().as_str(), "4945357007");
+        let o: domain::MerchantOrder =
+            fixture::<MerchantOrder>("merchant-order-paid-shipping.json").into();
+        assert_eq!(o.total, Money::parse("350.5").unwrap());
         assert_eq!(o.payments.len(), 2);
-        assert_eq!(o.shipments[0].status.as_deref(), Some("ready_to_ship"));
-        let o: MerchantOrder = fixture("merchant-order-partly-paid.json");
+        assert_eq!(o.shipments[0].as_deref(), Some("ready_to_ship"));
+        let o: domain::MerchantOrder =
+            fixture::<MerchantOrder>("merchant-order-partly-paid.json").into();
         assert_eq!(o.payments[1].status, PaymentStatus::Rejected);
-        let c: Chargeback = fixture("chargeback.json");
+        let c: domain::Chargeback = fixture::<Chargeback>("chargeback.json").into();
         assert_eq!(c.payments[0].as_str(), "123456789");
         assert_eq!(c.status_key(), "not_supplied/undecided");
-        let i: PaymentIntent = fixture("payment-intent.json");
-        assert_eq!(i.payment_id().unwrap().as_str(), "123456789");
-        assert_eq!(i.state(), Some(IntentState::Finished));
+        let i: domain::PaymentIntent = fixture::<PaymentIntent>("payment-intent.json").into();
+        assert_eq!(i.payment.unwrap().as_str(), "123456789");
+        assert_eq!(i.state, Some(IntentState::Finished));
         let e: PlatformError = fixture("error-not-found.json");
         assert_eq!(
             e.to_string(),

@@ -1,0 +1,150 @@
+//! The decision kernel, table by table: what recording one decision means.
+
+use serde_json::json;
+
+use crate::domain::verdict::{Context, EventPolicy, Verdict};
+use crate::domain::{
+    Decision, EventState, EventType, Guard, GuardFacts, MerchantOrderId, OrderFlags, Slot,
+};
+use crate::rules::kernel::{FINAL_KEY, decide, told};
+
+fn decision(event: EventType, slot: Slot, guards: Vec<Guard>) -> Decision {
+    Decision {
+        subject: "merchant_order:7".into(),
+        key: event.as_str().into(),
+        event,
+        data: json!({"merchant_order_id": "7"}),
+        guards,
+        marks: vec![],
+        slot,
+        reason: "because".into(),
+    }
+}
+
+fn ctx<'a>(facts: &'a GuardFacts, recorded: Option<EventType>) -> Context<'a> {
+    Context {
+        account: "default",
+        now: 1_700_000_000_000,
+        recorded_final: recorded,
+        facts,
+    }
+}
+
+const DELIVER: EventPolicy = EventPolicy { deliver: true };
+
+fn order(released: bool, blocked: bool) -> GuardFacts {
+    GuardFacts {
+        orders: [("7".to_string(), OrderFlags { released, blocked })].into(),
+        unauthenticated_blocks_last_hour: 0,
+    }
+}
+
+#[test]
+fn a_guard_that_does_not_hold_skips_the_decision() {
+    let o = MerchantOrderId::parse("7").unwrap();
+    let cases = [
+        (Guard::OrderNotBlocked(o.clone()), (false, true), false),
+        (Guard::OrderNotBlocked(o.clone()), (false, false), true),
+        (Guard::OrderReleased(o.clone()), (false, false), false),
+        (Guard::OrderReleased(o.clone()), (true, false), true),
+        (Guard::OrderNotReleased(o.clone()), (true, false), false),
+        (Guard::OrderNotReleased(o.clone()), (false, true), true),
+    ];
+    for (guard, (released, blocked), holds) in cases {
+        let facts = order(released, blocked);
+        let d = decision(EventType::OrderReleased, Slot::Once, vec![guard.clone()]);
+        let v = decide(&d, &ctx(&facts, None), DELIVER);
+        assert_eq!(
+            matches!(v, Verdict::Record(_)),
+            holds,
+            "{guard:?} released={released} blocked={blocked}"
+        );
+    }
+    // An order never seen has no flags.
+    let none = GuardFacts::default();
+    let d = decision(
+        EventType::OrderAtRisk,
+        Slot::Once,
+        vec![Guard::OrderReleased(o)],
+    );
+    assert_eq!(decide(&d, &ctx(&none, None), DELIVER), Verdict::Skip);
+}
+
+#[test]
+fn the_block_brake_counts_the_last_hour() {
+    let d = decision(
+        EventType::OrderBlocked,
+        Slot::Once,
+        vec![Guard::UnauthenticatedBlocksUnder(10)],
+    );
+    for (placed, records) in [(0, true), (9, true), (10, false), (11, false)] {
+        let facts = GuardFacts {
+            unauthenticated_blocks_last_hour: placed,
+            ..Default::default()
+        };
+        assert_eq!(
+            matches!(decide(&d, &ctx(&facts, None), DELIVER), Verdict::Record(_)),
+            records,
+            "{placed} placed"
+        );
+    }
+}
+
+#[test]
+fn final_states_never_change() {
+    use EventType::*;
+    let facts = GuardFacts::default();
+    let d = decision(IntentFinished, Slot::Final, vec![]);
+    let Verdict::Record(r) = decide(&d, &ctx(&facts, None), DELIVER) else {
+        panic!("a first final outcome is recorded");
+    };
+    assert_eq!(r.key, FINAL_KEY);
+    assert_eq!(
+        decide(&d, &ctx(&facts, Some(IntentFinished)), DELIVER),
+        Verdict::Same
+    );
+    for recorded in [IntentCanceled, IntentConfirmed] {
+        let Verdict::Conflict { key, reason } = decide(&d, &ctx(&facts, Some(recorded)), DELIVER)
+        else {
+            panic!("a different final outcome is a conflict");
+        };
+        assert_eq!(key, "conflict:payment_intent.finished");
+        assert!(reason.contains(recorded.as_str()), "{reason}");
+    }
+}
+
+#[test]
+fn the_event_has_a_stable_id_an_envelope_and_the_policy_state() {
+    let facts = GuardFacts::default();
+    let d = decision(EventType::OrderReleased, Slot::Once, vec![]);
+    let Verdict::Record(a) = decide(&d, &ctx(&facts, None), DELIVER) else {
+        panic!()
+    };
+    let Verdict::Record(b) = decide(&d, &ctx(&facts, None), EventPolicy { deliver: false }) else {
+        panic!()
+    };
+    let (a, b) = (a.event.unwrap(), b.event.unwrap());
+    assert_eq!(a.id, b.id, "the same decision, the same event id");
+    assert!(a.id.starts_with("evt_"));
+    assert_eq!(a.state, EventState::Pending);
+    assert_eq!(b.state, EventState::Stored);
+    let body: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(body["id"], a.id.as_str());
+    assert_eq!(body["type"], "order.released");
+    assert_eq!(body["account"], "default");
+    assert_eq!(body["created_at"], "2023-11-14T22:13:20.000Z");
+    assert_eq!(body["data"]["merchant_order_id"], "7");
+}
+
+#[test]
+fn a_rejected_alert_is_recorded_and_never_told() {
+    assert!(!told(EventType::FraudAlertRejected));
+    assert!(told(EventType::FraudAlertUnverified));
+    let facts = GuardFacts::default();
+    let d = decision(EventType::FraudAlertRejected, Slot::Once, vec![]);
+    let Verdict::Record(r) = decide(&d, &ctx(&facts, None), DELIVER) else {
+        panic!()
+    };
+    assert!(r.event.is_none());
+    assert_eq!(r.reason, "because");
+}

@@ -1,0 +1,47 @@
+//! What a running job reaches for: the API, the store, the clock, and the
+//! account's settings; and the two things every handler does with them
+//! (record a step durably, ask whether it may wait once more).
+
+use std::collections::HashMap;
+
+use super::JobError;
+use crate::api::ApiClient;
+use crate::domain::Effects;
+use crate::metrics::SharedMetrics;
+use crate::rules::fraud::Policy;
+use crate::rules::wait::{self, Wait};
+use crate::store::{Finish, LeasedJob, Store};
+use pointhook_common::clock::Clock;
+
+pub(super) struct Ctx<'a> {
+    pub api: &'a ApiClient,
+    pub store: &'a Store,
+    pub clock: &'a dyn Clock,
+    pub max_attempts: u32,
+    /// Each account's fraud settings.
+    pub fraud: &'a HashMap<String, Policy>,
+    pub metrics: &'a SharedMetrics,
+}
+
+impl Ctx<'_> {
+    pub fn now(&self) -> i64 {
+        crate::store::unix_ms(self.clock.now())
+    }
+
+    /// Records `effects` now, mid-run; the run stops if its lease is lost.
+    pub async fn record(&self, job: &LeasedJob, effects: Effects) -> Result<(), JobError> {
+        match self
+            .store
+            .record_effects(job.clone(), effects, self.now())
+            .await?
+        {
+            Finish::Recorded(_) => Ok(()),
+            Finish::LeaseLost => Err(JobError::LeaseLost),
+        }
+    }
+
+    /// Whether the job may ask the API once more for `why`.
+    pub fn may_wait(&self, job: &LeasedJob, why: Wait) -> bool {
+        wait::again(why, job.attempt, self.max_attempts)
+    }
+}
