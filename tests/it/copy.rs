@@ -143,7 +143,7 @@ async fn fill(location: &Location) {
 
 /// Every row of every table, in a stable order.
 fn dump(db: &TestDb) -> Vec<(&'static str, Vec<Vec<crate::backends::SqlValue>>)> {
-    pointhook::store::copy::TABLES
+    pointhook::store::tables::TABLES
         .iter()
         .map(|t| {
             let order = t.order_by.unwrap_or("id");

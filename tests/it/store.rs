@@ -159,7 +159,6 @@ async fn a_delivery_and_its_job_commit_together_and_coalesce() {
 /// own id (the one a lease hands out).
 async fn the_id_given_for_a_job_is_its_own() {
     let s = open().await;
-    let now = unix_ms_now();
     let job_of = |order: &'static str, body: &'static str| {
         let store = s.store.clone();
         async move {
@@ -169,18 +168,20 @@ async fn the_id_given_for_a_job_is_its_own() {
     };
     // In step: delivery 1 creates job 1.
     let mut given = vec![job_of("11", "a").await];
-    // Out of step: a job with no delivery, then deliveries that create jobs.
-    let enqueued = s
-        .store
-        .enqueue("default".into(), NewJob::for_work(&order_work("12")), now)
-        .await
-        .unwrap();
-    given.push(Some(enqueued));
+    // Out of step: a delivery that makes no job, then deliveries that do.
+    let ignored = NewDelivery {
+        job: None,
+        ..delivery(&order_work("99"), "ignored")
+    };
+    let ignored = s.store.ingest(ignored).await.unwrap();
+    assert_eq!(ignored.job_id, None);
+    given.push(job_of("12", "a").await);
     given.push(job_of("13", "a").await);
     given.push(job_of("14", "a").await);
+    assert_ne!(given[1], Some(ignored.delivery_id + 1), "ids out of step");
     // Coalesced into jobs already there.
     assert_eq!(job_of("13", "b").await, given[2]);
-    assert_eq!(job_of("12", "b").await, Some(enqueued));
+    assert_eq!(job_of("12", "b").await, given[1]);
 
     let mut leased: Vec<(i64, String)> = s
         .store

@@ -9,13 +9,12 @@ const FIRST: Duration = Duration::from_secs(1);
 pub const CAP: Duration = Duration::from_secs(300);
 
 /// The delay after failed attempt number `attempt` (from 1): 1 s, doubling,
-/// capped at 5 minutes, with ±20 % jitter so that work that failed together
-/// does not retry together.
+/// with ±20 % jitter so that work that failed together does not retry
+/// together, and never more than 5 minutes (the cap applies after the
+/// jitter).
 pub fn backoff(attempt: u32) -> Duration {
-    let base = FIRST
-        .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
-        .min(CAP);
-    base.mul_f64(rand::rng().random_range(0.8..1.2))
+    let base = FIRST.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+    base.mul_f64(rand::rng().random_range(0.8..1.2)).min(CAP)
 }
 
 /// A `Retry-After` as a wait, never longer than `CAP`.
@@ -37,8 +36,14 @@ mod tests {
             (10, 300.0),
             (40, 300.0),
         ] {
-            let d = backoff(attempt).as_secs_f64();
-            assert!(d >= secs * 0.8 && d <= secs * 1.2, "attempt {attempt}: {d}");
+            for _ in 0..50 {
+                let d = backoff(attempt).as_secs_f64();
+                assert!(d >= secs * 0.8 && d <= secs * 1.2, "attempt {attempt}: {d}");
+                assert!(
+                    d <= CAP.as_secs_f64(),
+                    "attempt {attempt}: {d} over the cap"
+                );
+            }
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod copy;
 pub mod model;
 mod postgres;
 mod sqlite;
+pub mod tables;
 pub mod views;
 
 use std::path::{Path, PathBuf};
@@ -274,14 +275,6 @@ impl Store {
     /// Each backend wakes the worker once its commit holds a job.
     pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
         on!(self, b => b.ingest(delivery).await)
-    }
-
-    /// Creates or coalesces a job with no delivery behind it (a person's
-    /// answer, the reconciliation sweeper); returns its id.
-    pub async fn enqueue(&self, account: String, job: NewJob, now: i64) -> Result<i64, StoreError> {
-        let id = on!(self, b => b.enqueue(account, job, now).await)?;
-        self.inner.jobs_ready.notify_one();
-        Ok(id)
     }
 
     /// Proves the database takes a durable write.

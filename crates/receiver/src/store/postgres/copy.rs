@@ -13,8 +13,8 @@ use tokio_postgres::{Client, Row};
 
 use super::schema;
 use crate::store::StoreError;
-use crate::store::copy::{BATCH, Cell, Col, TABLES, Table, unfit};
 use crate::store::postgres::redacted;
+use crate::store::tables::{BATCH, Cell, Col, TABLES, Table, unfit};
 
 /// The name instances connect with (`PgStore::pool`).
 const INSTANCE: &str = "pointhook";

@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use deadpool_postgres::Transaction;
 
-use super::work::prepared;
+use super::prepared::prepared;
 use crate::domain::verdict::{Context, DecisionRules, Record, Verdict};
 use crate::domain::{
     Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, Review, ReviewMark, Slot,

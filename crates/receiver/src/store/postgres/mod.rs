@@ -17,6 +17,7 @@ pub(super) mod copy;
 mod decisions;
 mod enums;
 mod listen;
+mod prepared;
 mod reads;
 mod reconcile;
 mod reviews;
@@ -36,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::model::{
     EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
-    NewDelivery, NewJob, Sighting,
+    NewDelivery, Sighting,
 };
 use super::views::{
     DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health, JobDetail,
@@ -241,7 +242,7 @@ impl PgStore {
         let sent = async {
             let c = self.client().await?;
             c.execute(
-                &work::prepared(&c, listen::NOTIFY).await?,
+                &prepared::prepared(&c, listen::NOTIFY).await?,
                 &[&vec![channel.name()]],
             )
             .await?;
@@ -265,15 +266,6 @@ impl PgStore {
         answer
             .await
             .map_err(|_| StoreError::Unavailable("storage has stopped".into()))?
-    }
-
-    pub async fn enqueue(&self, account: String, job: NewJob, now: i64) -> Result<i64, StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        let id = work::enqueue(&tx, &account, &job, now).await?;
-        tx.commit().await?;
-        self.wake(Channel::Jobs).await;
-        Ok(id)
     }
 
     /// Queued events that are to be sent wake the other outboxes.

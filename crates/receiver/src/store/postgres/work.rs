@@ -8,10 +8,10 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use deadpool_postgres::{GenericClient, Transaction};
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{Row, Statement};
+use tokio_postgres::Row;
 
 use super::decisions::{self, Locked, OrderRows, upsert_orders};
+use super::prepared::{Params, prepared};
 use crate::domain::verdict::DecisionRules;
 use crate::domain::{EventState, JobState, OrderFlags};
 use crate::store::StoreError;
@@ -19,8 +19,6 @@ use crate::store::model::{
     Attempted, EventOutcome, FetchRow, Finish, JobOutcome, Lease, LeasedEvent, LeasedJob,
     NewDelivery, NewJob,
 };
-
-type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
 
 const PENDING: i16 = JobState::Pending as i16;
 const RUNNING: i16 = JobState::Running as i16;
@@ -133,14 +131,6 @@ impl IngestParams {
     pub fn has_job(&self) -> bool {
         self.job_key.is_some()
     }
-}
-
-/// Every statement here is prepared once per connection and kept (its
-/// text is fixed, so the cache stays small): a call is then one round trip
-/// with no parse and no planning, where a bare string costs two round
-/// trips, a parse and a plan each time.
-pub(super) async fn prepared(tx: &impl GenericClient, sql: &str) -> Result<Statement, StoreError> {
-    Ok(tx.prepare_cached(sql).await?)
 }
 
 /// A job with no delivery behind it.

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::{migrations, open_connection, take_ownership};
 use crate::store::StoreError;
-use crate::store::copy::{BATCH, Cell, Table, unfit};
+use crate::store::tables::{BATCH, Cell, Table, unfit};
 
 pub struct Side {
     conn: Arc<Mutex<Connection>>,

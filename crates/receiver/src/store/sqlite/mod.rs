@@ -37,7 +37,7 @@ use tokio::sync::Notify;
 use super::StoreError;
 use super::model::{
     EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
-    NewDelivery, NewJob, Sighting,
+    NewDelivery, Sighting,
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
@@ -177,11 +177,6 @@ impl SqliteStore {
             // A client has no worker to wake.
             Writes::Direct(_) => self.write(op).await,
         }
-    }
-
-    pub async fn enqueue(&self, account: String, job: NewJob, now: i64) -> Result<i64, StoreError> {
-        self.write(move |c| deliveries::enqueue(c, &account, &job, None, now))
-            .await
     }
 
     pub async fn check_writable(&self) -> Result<(), StoreError> {
