@@ -4,6 +4,7 @@
 //! decides (`decision`), and what the decision kernel is given and answers
 //! (`verdict`).
 
+pub mod attention;
 pub mod decision;
 pub mod ids;
 pub mod platform;

@@ -14,7 +14,9 @@
 //! - [`platform_order`]: orders of the Orders API (`ORD…`).
 //! - [`fraud`]: the fraud alert's saga, as a typed plan of steps.
 //! - [`wait`]: how long a job asks the API again before deciding.
+//! - [`alerts`]: what needs a person, and when they are told.
 
+pub mod alerts;
 pub mod chargeback;
 pub mod fraud;
 pub mod intent;

@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::api::wire;
 use crate::domain::platform::{MerchantOrder, Payment, PaymentIntent, PlatformOrder};
 
+mod alerts;
 mod fraud;
 mod intent;
 mod kernel;
