@@ -7,6 +7,7 @@ mod campaign;
 mod helpers;
 mod platform;
 
+mod alerts;
 mod cli;
 mod coalescing;
 mod copy;
@@ -27,6 +28,7 @@ mod sandbox_orders;
 mod sandbox_quirks;
 mod sandbox_sdk;
 mod signatures;
+mod smtp;
 mod store;
 mod tools;
 mod workspace;

@@ -2,14 +2,13 @@
 //! binary) against the sandbox.
 
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pointhook::clock::ManualClock;
 use pointhook_sandbox::AccountSpec;
 use pointhook_sandbox::mail::MailSettings;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::helpers::*;
 use crate::sandbox::{RunningSandbox, TOKEN, account, start_sandbox, start_sandbox_mailing};
@@ -155,60 +154,10 @@ async fn device_mails_start_30_minutes_after_activation_one_per_event() {
     sb.stop().await;
 }
 
-/// An SMTP sink: accepts every message and keeps its DATA.
-async fn smtp_sink() -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let keep = got.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let keep = keep.clone();
-            tokio::spawn(async move {
-                let (r, mut w) = stream.into_split();
-                let mut lines = BufReader::new(r).lines();
-                w.write_all(b"220 sink ESMTP\r\n").await.unwrap();
-                let mut data: Option<String> = None;
-                while let Ok(Some(line)) = lines.next_line().await {
-                    if let Some(d) = &mut data {
-                        if line == "." {
-                            keep.lock().unwrap().push(std::mem::take(d));
-                            data = None;
-                            w.write_all(b"250 queued\r\n").await.unwrap();
-                        } else {
-                            d.push_str(&line);
-                            d.push('\n');
-                        }
-                        continue;
-                    }
-                    let verb = line
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or("")
-                        .to_ascii_uppercase();
-                    let reply: &[u8] = match verb.as_str() {
-                        "EHLO" | "HELO" => b"250 sink\r\n",
-                        "DATA" => {
-                            data = Some(String::new());
-                            b"354 go on\r\n"
-                        }
-                        "QUIT" => {
-                            w.write_all(b"221 bye\r\n").await.unwrap();
-                            break;
-                        }
-                        _ => b"250 ok\r\n",
-                    };
-                    w.write_all(reply).await.unwrap();
-                }
-            });
-        }
-    });
-    (port, got)
-}
-
 #[tokio::test]
 async fn device_mails_go_through_smtp_when_configured() {
-    let (port, got) = smtp_sink().await;
+    let server = crate::smtp::SmtpServer::start().await;
+    let (port, got) = (server.port, server.got.clone());
     let clock = Arc::new(ManualClock::new(SystemTime::now()));
     let sb = start_sandbox_mailing(
         vec![mailing_account()],
@@ -233,7 +182,7 @@ async fn device_mails_go_through_smtp_when_configured() {
     clock.advance(Duration::from_secs(19));
     device_event(&sb, json!({"event": "logout"})).await;
     assert_eq!(sb.sandbox.send_due_mails().await.unwrap(), 1);
-    let got = got.lock().unwrap().clone();
+    let got = got.lock().unwrap().mails.clone();
     assert_eq!(got.len(), 1);
     assert!(
         got[0].contains("logged out") && got[0].contains("ops@shop.example"),

@@ -18,6 +18,7 @@
 //!
 //! [`App`] wires them: the caller owns the listener and the shutdown token.
 
+pub mod alerts;
 pub mod api;
 pub mod config;
 pub mod domain;
