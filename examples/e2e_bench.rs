@@ -76,7 +76,7 @@ async fn main() {
     let toml = format!(
         "[storage]\n{storage}\n[api]\nbase_url = \"http://{api}\"\nrequests_per_second = 100000\n\
          [[accounts]]\nname = \"default\"\naccess_token = \"t\"\n\
-         [fulfillment]\nurl = \"http://{merchant}/events\"\nsecret = \"whsec_aGVsbG8=\"\n\
+         [fulfillment]\nurl = \"http://{merchant}/events\"\nsecret = \"whsec_cG9pbnRob29rLWJlbmNoLW1lcmNoYW50LXNlY3JldCE=\"\n\
          [worker]\nconcurrency = 16\n[reconcile]\nenabled = false\n"
     );
     let config = Config::from_toml(&toml, Vec::new()).expect("config");

@@ -223,7 +223,7 @@ where
     let config = load(path)?;
     let location = config.location().map_err(Failure::Config)?;
     let events = config.event_policy();
-    let delivers = events.deliver;
+    let delivers = events.delivers();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

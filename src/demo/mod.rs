@@ -92,7 +92,7 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
         "[server]\nlisten = \"{ph_addr}\"\n[storage]\npath = {db:?}\n[api]\nbase_url = \"{sb_url}\"\n\
          [[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n\
          webhook_secret = \"{WEBHOOK_SECRET}\"\n\
-         [fulfillment]\nurl = \"http://{merchant_addr}/events\"\nsecret = \"whsec_ZGVtby1zZWNyZXQ=\"\n",
+         [fulfillment]\nurl = \"http://{merchant_addr}/events\"\nsecret = \"whsec_cG9pbnRob29rLWRlbW8tbWVyY2hhbnQtc2VjcmV0ISE=\"\n",
         db = dir.path().join("pointhook.db").display().to_string()
     );
     std::fs::write(&config_path, &toml).context("cannot write the demo configuration")?;

@@ -34,6 +34,13 @@ async fn fill(location: &Location) {
         .await
         .unwrap();
     let now = unix_ms_now();
+    store
+        .register_destinations(
+            vec![("default".into(), "https://shop.example/h".into())],
+            now,
+        )
+        .await
+        .unwrap();
     for i in 0..25u32 {
         let order = format!("{}", 4000 + i);
         let work = Work::MerchantOrder {

@@ -161,9 +161,25 @@ pub fn unix_now() -> u64 {
         .as_secs()
 }
 
-/// The rules a store opened by a test decides with (events delivered).
+/// The rules a store opened by a test decides with: every event goes to
+/// one destination, `default`.
 pub fn rules() -> pointhook::domain::verdict::DecisionRules {
-    pointhook::rules::decision_rules(pointhook::domain::verdict::EventPolicy { deliver: true })
+    use pointhook::domain::verdict::{EventPolicy, Route};
+    pointhook::rules::decision_rules(EventPolicy::new(vec![Route {
+        destination: "default".into(),
+        types: pointhook::domain::EventType::all().collect(),
+        accounts: None,
+    }]))
+}
+
+/// What a test's batch says of its destination: nothing to disable.
+pub fn healthy(now: i64) -> pointhook::store::BatchHealth {
+    pointhook::store::BatchHealth {
+        now,
+        gone: None,
+        failing_cutoff: i64::MIN,
+        failing_reason: String::new(),
+    }
 }
 
 pub fn init_logs() {

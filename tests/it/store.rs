@@ -636,20 +636,28 @@ async fn a_lease_of_fewer_events_than_asked_tells_when_the_next_is_due() {
     for (order, at) in [("11", t), ("12", t + 5_000)] {
         release_with_an_event(&s.store, order, at).await;
     }
-    let early = s.store.lease_events(t - 1_000, 60_000, 4).await.unwrap();
+    let early = s
+        .store
+        .lease_events("default", t - 1_000, 60_000, 4)
+        .await
+        .unwrap();
     assert!(early.taken.is_empty());
     assert_eq!(early.next_due, Some(t), "the first event's time");
-    let full = s.store.lease_events(t, 60_000, 1).await.unwrap();
+    let full = s.store.lease_events("default", t, 60_000, 1).await.unwrap();
     assert_eq!(full.taken.len(), 1);
     assert_eq!(full.next_due, None, "a full lease tells nothing");
-    let none = s.store.lease_events(t, 60_000, 4).await.unwrap();
+    let none = s.store.lease_events("default", t, 60_000, 4).await.unwrap();
     assert!(none.taken.is_empty());
     assert_eq!(
         none.next_due,
         Some(t + 5_000),
         "the second event, not the leased one"
     );
-    let last = s.store.lease_events(t + 5_000, 10_000, 4).await.unwrap();
+    let last = s
+        .store
+        .lease_events("default", t + 5_000, 10_000, 4)
+        .await
+        .unwrap();
     assert_eq!(last.taken.len(), 1);
     assert_eq!(
         last.next_due,
@@ -671,7 +679,7 @@ async fn two_stores_never_lease_one_event() {
             let mut mine = Vec::new();
             loop {
                 let leased = store
-                    .lease_events(unix_ms_now(), 60_000, 5)
+                    .lease_events("default", unix_ms_now(), 60_000, 5)
                     .await
                     .unwrap()
                     .taken;
@@ -689,10 +697,15 @@ async fn two_stores_never_lease_one_event() {
                     })
                     .collect();
                 let n = outcomes.len();
-                assert_eq!(
-                    store.record_event_outcomes(outcomes).await.unwrap(),
-                    vec![true; n]
-                );
+                let recorded = store
+                    .record_event_outcomes(
+                        "default",
+                        outcomes,
+                        crate::helpers::healthy(unix_ms_now()),
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(recorded.held, vec![true; n]);
             }
         }));
     }

@@ -20,13 +20,13 @@ use tokio::sync::Notify;
 
 pub use crate::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use model::{
-    Attempted, EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
-    NewDelivery, NewJob, Sighting, fingerprint,
+    Attempted, BatchHealth, EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease,
+    LeasedEvent, LeasedJob, NewDelivery, NewJob, Recorded, Recovery, Sighting, fingerprint,
 };
 pub use views::{
-    Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail,
-    EventSummary, Health, JobDetail, JobSummary, MAX_LIMIT, MetricsSnapshot, OrderView,
-    PRUNE_BATCH, Pruned, ReviewView,
+    Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, DestinationView,
+    EventDelivery, EventDetail, EventSummary, Health, JobDetail, JobSummary, MAX_LIMIT,
+    MetricsSnapshot, OrderView, PRUNE_BATCH, Pruned, RecoveryView, ReviewView,
 };
 
 use crate::domain::verdict::DecisionRules;
@@ -365,7 +365,7 @@ impl Store {
         fetches: Vec<FetchRow>,
         now: i64,
     ) -> Result<Finish, StoreError> {
-        let rules = self.inner.rules;
+        let rules = self.inner.rules.clone();
         let (finish, pending) =
             on!(self, b => b.finish_job(job, outcome, fetches, now, rules).await)?;
         self.woken_by(&finish);
@@ -385,7 +385,7 @@ impl Store {
         effects: Effects,
         now: i64,
     ) -> Result<Finish, StoreError> {
-        let rules = self.inner.rules;
+        let rules = self.inner.rules.clone();
         let finish = on!(self, b => b.record_effects(job, effects, now, rules).await)?;
         self.woken_by(&finish);
         Ok(finish)
@@ -469,7 +469,7 @@ impl Store {
     /// A person dismisses a held alert: the block goes, the order is
     /// looked at again.
     pub async fn dismiss_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
-        let rules = self.inner.rules;
+        let rules = self.inner.rules.clone();
         let (answer, emitted) = on!(self, b => b.dismiss_review(id, now, rules).await)?;
         if !emitted.is_empty() {
             self.inner.events_ready.notify_one();
@@ -478,28 +478,96 @@ impl Store {
         Ok(answer)
     }
 
-    /// Leases up to `limit` events due for a delivery attempt; with fewer,
-    /// tells when the next is due.
+    /// Leases up to `limit` of `destination`'s events due for a delivery
+    /// attempt (none while it is disabled); with fewer, tells when its
+    /// next is due.
     pub async fn lease_events(
         &self,
+        destination: &str,
         now: i64,
         lease_ms: i64,
         limit: usize,
     ) -> Result<Lease<LeasedEvent>, StoreError> {
-        on!(self, b => b.lease_events(now, lease_ms, limit).await)
+        let destination = destination.to_string();
+        on!(self, b => b.lease_events(destination, now, lease_ms, limit).await)
     }
 
-    /// Records the attempts of one lease batch together (one statement on
-    /// PostgreSQL, one commit on SQLite); per outcome, `false` when the
-    /// event's lease was lost (another attempt recorded first).
+    /// Records the attempts of one lease batch at `destination` together
+    /// (one statement on PostgreSQL, one commit on SQLite), and what they
+    /// say of its health: a `410`, or failing every attempt since the
+    /// cutoff, disables it and pauses what waits for it.
     pub async fn record_event_outcomes(
         &self,
+        destination: &str,
         outcomes: Vec<EventOutcome>,
-    ) -> Result<Vec<bool>, StoreError> {
+        health: BatchHealth,
+    ) -> Result<Recorded, StoreError> {
         if outcomes.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Recorded {
+                held: Vec::new(),
+                disabled: false,
+            });
         }
-        on!(self, b => b.record_event_outcomes(outcomes).await)
+        let destination = destination.to_string();
+        on!(self, b => b.record_event_outcomes(destination, outcomes, health).await)
+    }
+
+    /// Marks the configured destinations (name, URL as shown), creating
+    /// the new ones enabled.
+    pub async fn register_destinations(
+        &self,
+        configured: Vec<(String, String)>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        on!(self, b => b.register_destinations(configured, now).await)
+    }
+
+    /// The configured destinations, by name, with what waits for each.
+    pub async fn destinations(&self, now: i64) -> Result<Vec<DestinationView>, StoreError> {
+        on!(self, b => b.destinations(None, now).await)
+    }
+
+    pub async fn destination(
+        &self,
+        name: &str,
+        now: i64,
+    ) -> Result<Option<DestinationView>, StoreError> {
+        let name = Some(name.to_string());
+        Ok(on!(self, b => b.destinations(name, now).await)?.pop())
+    }
+
+    /// Enabled again: new events are sent (what was paused waits for a
+    /// recovery). `false`: no such destination.
+    pub async fn enable_destination(&self, name: &str, now: i64) -> Result<bool, StoreError> {
+        let found = on!(self, b => b.enable_destination(name.to_string(), now).await)?;
+        self.inner.events_ready.notify_one();
+        Ok(found)
+    }
+
+    /// Disabled by a person, for `reason`: its events wait as paused.
+    /// `false`: no such destination.
+    pub async fn disable_destination(
+        &self,
+        name: &str,
+        reason: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let (name, reason) = (name.to_string(), reason.to_string());
+        on!(self, b => b.disable_destination(name, reason, now).await)
+    }
+
+    /// Sends again every event for `name` decided since `since` (unix ms)
+    /// that failed, was paused or gave up, oldest first.
+    pub async fn recover_destination(
+        &self,
+        name: &str,
+        since: i64,
+        now: i64,
+    ) -> Result<Recovery, StoreError> {
+        let name = name.to_string();
+        let answer = on!(self, b => b.recover_destination(name, since, now).await)?;
+        self.inner.events_ready.notify_one();
+        Ok(answer)
     }
 
     /// Newest first. An unknown `kind` matches nothing.
@@ -582,13 +650,32 @@ impl Store {
         on!(self, b => b.list_events(event_type, state, limit).await)
     }
 
+    /// An event, with each destination's attempts and state.
     pub async fn get_event(&self, id: String) -> Result<Option<EventDetail>, StoreError> {
-        on!(self, b => b.get_event(id).await)
+        let Some(mut detail) = on!(self, b => b.get_event(id.clone()).await)? else {
+            return Ok(None);
+        };
+        detail.destinations = on!(self, b => b.event_deliveries(id).await)?;
+        Ok(Some(detail))
     }
 
-    /// Sends an event again, with the same id. `false`: no such event.
+    /// Sends an event again, with the same id, to every destination that
+    /// takes it now (and any it was queued for). `false`: no such event.
     pub async fn redeliver_event(&self, id: String, now: i64) -> Result<bool, StoreError> {
-        let found = on!(self, b => b.redeliver_event(id, now).await)?;
+        let Some(event) = on!(self, b => b.get_event(id.clone()).await)? else {
+            return Ok(false);
+        };
+        let rules = &self.inner.rules;
+        let mut destinations = match crate::domain::EventType::parse(&event.summary.event_type) {
+            Some(t) => (rules.route)(&rules.events, &event.summary.account, t),
+            None => Vec::new(),
+        };
+        for queued in on!(self, b => b.event_deliveries(id.clone()).await)? {
+            if !destinations.contains(&queued.destination) {
+                destinations.push(queued.destination);
+            }
+        }
+        let found = on!(self, b => b.redeliver_event(id, destinations, now).await)?;
         self.inner.events_ready.notify_one();
         Ok(found)
     }
@@ -600,7 +687,9 @@ impl Store {
 
     /// Jobs by state and the outbox backlog, for `/metrics`.
     pub async fn metrics_snapshot(&self, now: i64) -> Result<MetricsSnapshot, StoreError> {
-        on!(self, b => b.metrics_snapshot(now).await)
+        let mut snapshot = on!(self, b => b.metrics_snapshot(now).await)?;
+        snapshot.destinations = self.destinations(now).await?;
+        Ok(snapshot)
     }
 
     /// Prunes what finished before `cutoff` (unix ms), a batch per
