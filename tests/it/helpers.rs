@@ -437,7 +437,12 @@ impl TestApp {
                 &[],
             )
             .into_iter()
-            .map(|r| (r[0].text(), r[1].text()))
+            .map(|r| {
+                let (t, body) = (r[0].text(), r[1].text());
+                // Every event a test sees matches its schema.
+                crate::event_catalog::check(&serde_json::from_str(&body).unwrap());
+                (t, body)
+            })
             .collect()
     }
 
