@@ -153,7 +153,12 @@ fn dump(db: &TestDb) -> Vec<(&'static str, Vec<Vec<crate::backends::SqlValue>>)>
     pointhook::store::copy::TABLES
         .iter()
         .map(|t| {
-            let order = t.order_by.unwrap_or("id");
+            // Tables copied in their insertion order, compared by key.
+            let order = match (t.order_by, t.name) {
+                (Some(by), _) => by,
+                (None, "outbox") => "event_id, destination",
+                (None, _) => "id",
+            };
             let rows = db.rows(
                 &format!(
                     "SELECT {} FROM {} ORDER BY {order}",

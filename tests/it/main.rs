@@ -11,6 +11,7 @@ mod cli;
 mod coalescing;
 mod copy;
 mod destinations;
+mod destinations_sdk;
 mod durability;
 mod errors;
 mod event_catalog;

@@ -174,7 +174,7 @@ pub const TABLES: &[Table] = &[
             ("created_at", I64),
             ("queued_at", I64),
         ],
-        order_by: Some("event_id, destination"),
+        order_by: None,
         generated_id: false,
     },
     Table {

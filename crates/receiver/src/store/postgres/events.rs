@@ -23,7 +23,7 @@ const LEASE: &str = "WITH taken AS (
              WHERE destination = $5 AND state = $1 AND next_attempt_at <= $2
                AND (lease_until IS NULL OR lease_until < $2)
                AND NOT EXISTS (SELECT 1 FROM destinations WHERE name = $5 AND state = $6)
-             ORDER BY next_attempt_at LIMIT $4
+             ORDER BY next_attempt_at, seq LIMIT $4
              FOR UPDATE SKIP LOCKED)
          RETURNING event_id, attempts, queued_at),
      due AS (

@@ -175,6 +175,7 @@ const MIGRATIONS: &[&str] = &[
     // version go to `[fulfillment]`, the destination `default`.
     r#"
     CREATE TABLE outbox (
+        seq             BIGINT GENERATED ALWAYS AS IDENTITY,  -- the order queued
         event_id        TEXT     NOT NULL,
         destination     TEXT     NOT NULL,
         state           SMALLINT NOT NULL,   -- domain::EventState
@@ -187,7 +188,7 @@ const MIGRATIONS: &[&str] = &[
         queued_at       BIGINT   NOT NULL,
         PRIMARY KEY (event_id, destination)
     );
-    CREATE INDEX outbox_due ON outbox (destination, state, next_attempt_at);
+    CREATE INDEX outbox_due ON outbox (destination, state, next_attempt_at, seq);
     CREATE INDEX outbox_created ON outbox (destination, created_at);
 
     CREATE TABLE destinations (

@@ -102,7 +102,7 @@ fn lease(
                  WHERE destination = ?1 AND state = ?2 AND next_attempt_at <= ?3
                    AND (lease_until IS NULL OR lease_until < ?3)
                    AND NOT EXISTS (SELECT 1 FROM destinations WHERE name = ?1 AND state = ?6)
-                 ORDER BY next_attempt_at LIMIT ?5)
+                 ORDER BY next_attempt_at, rowid LIMIT ?5)
              RETURNING event_id, attempts, queued_at",
         )?
         .query_map(

@@ -250,8 +250,8 @@ const MIGRATIONS: &[&str] = &[
         delivered_at    INTEGER,
         created_at      INTEGER NOT NULL,   -- the event's
         queued_at       INTEGER NOT NULL,   -- since when it is tried: the give-up clock
-        PRIMARY KEY (event_id, destination)
-    ) STRICT, WITHOUT ROWID;
+        UNIQUE (event_id, destination)
+    ) STRICT;   -- the rowid is the order queued: a lease takes ties in it
     CREATE INDEX outbox_due ON outbox (destination, state, next_attempt_at);
     CREATE INDEX outbox_created ON outbox (destination, created_at);
 
@@ -280,7 +280,7 @@ const MIGRATIONS: &[&str] = &[
                         last_error, delivered_at, created_at, queued_at)
         SELECT id, 'default', state, attempts, next_attempt_at, lease_until, last_error,
                delivered_at, created_at, created_at
-        FROM events WHERE state IN (0, 1, 2);
+        FROM events WHERE state IN (0, 1, 2) ORDER BY rowid;
     UPDATE events SET unfinished = 1 WHERE state = 0;
     UPDATE events SET gave_up = 1 WHERE state = 2;
     INSERT INTO destinations (name, state, updated_at)
