@@ -40,8 +40,14 @@ const LEASE: &str = "WITH taken AS (
 
 /// Each attempt of a batch, fenced by its row's attempts (a row paused
 /// meanwhile stays paused unless delivered); the events' sums changed by
-/// what finished; the destination's failing clock. One statement.
-const RECORD: &str = "WITH u AS (
+/// what finished; the destination's failing clock. One statement. The
+/// events' rows are locked first, in order of id (`locked`, run once
+/// before `summed` touches a row): batches of several destinations name
+/// the same events, and taken in any other order two of them deadlocked
+/// (PostgreSQL broke the tie after its one-second `deadlock_timeout`).
+const RECORD: &str = "WITH locked AS (
+         SELECT id FROM events WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE),
+     u AS (
          UPDATE outbox o SET
              state = CASE WHEN n.state = $8 AND o.state = $9 THEN $9 ELSE n.state END,
              attempts = o.attempts + 1,
@@ -65,7 +71,7 @@ const RECORD: &str = "WITH u AS (
              last_error = coalesce(u.last_error, e.last_error),
              next_attempt_at = greatest(e.next_attempt_at, u.next_attempt_at, u.delivered_at),
              lease_until = NULL
-         FROM u WHERE e.id = u.event_id),
+         FROM u WHERE e.id = u.event_id AND (SELECT count(*) FROM locked) >= 0),
      health AS (
          UPDATE destinations SET
              failing_since = CASE WHEN $12 THEN NULL ELSE coalesce(failing_since, $14) END,
