@@ -5,6 +5,8 @@
 //!   cargo run --release --example e2e_bench -- --rate 200 --seconds 20
 //!   cargo run --release --example e2e_bench -- --max --count 5000
 //!   … -- --postgres postgres://postgres@127.0.0.1/bench   (an empty database)
+//!   … -- --destinations 3   (three [[destinations]], each its own endpoint;
+//!                            1, the default, is today's [fulfillment])
 //!
 //! Each notification is an IPN for a fresh payment of a fresh merchant
 //! order that is paid in full, so each must end in one `order.released`.
@@ -34,6 +36,7 @@ async fn main() {
     let mut max = false;
     let mut count = 5000usize;
     let mut postgres: Option<String> = None;
+    let mut destinations = 1usize;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         match flag.as_str() {
@@ -47,6 +50,13 @@ async fn main() {
             "--count" => count = args.next().and_then(|v| v.parse().ok()).expect("--count N"),
             "--max" => max = true,
             "--postgres" => postgres = Some(args.next().expect("--postgres URL")),
+            "--destinations" => {
+                destinations = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|n| *n >= 1)
+                    .expect("--destinations N (1 or more)")
+            }
             other => panic!("unknown flag {other}"),
         }
     }
@@ -62,8 +72,18 @@ async fn main() {
         }
     })
     .await;
-    let received: Received = Arc::default();
-    let merchant = serve_merchant(received.clone()).await;
+    let received: Vec<Received> = (0..destinations).map(|_| Received::default()).collect();
+    let mut outbound = String::new();
+    for (i, r) in received.iter().enumerate() {
+        let merchant = serve_merchant(r.clone()).await;
+        outbound += &if destinations == 1 {
+            format!("[fulfillment]\nurl = \"http://{merchant}/events\"\nsecret = \"{SECRET}\"\n")
+        } else {
+            format!(
+                "[[destinations]]\nname = \"d{i}\"\nurl = \"http://{merchant}/events\"\nsecret = \"{SECRET}\"\n"
+            )
+        };
+    }
 
     let dir = tempfile::tempdir().expect("temp dir");
     let storage = match &postgres {
@@ -76,7 +96,7 @@ async fn main() {
     let toml = format!(
         "[storage]\n{storage}\n[api]\nbase_url = \"http://{api}\"\nrequests_per_second = 100000\n\
          [[accounts]]\nname = \"default\"\naccess_token = \"t\"\n\
-         [fulfillment]\nurl = \"http://{merchant}/events\"\nsecret = \"whsec_aGVsbG8=\"\n\
+         {outbound}\
          [worker]\nconcurrency = 16\n[reconcile]\nenabled = false\n"
     );
     let config = Config::from_toml(&toml, Vec::new()).expect("config");
@@ -121,7 +141,8 @@ async fn main() {
     }
     while sends.join_next().await.is_some() {}
     let deadline = Instant::now() + Duration::from_secs(120);
-    while received.lock().unwrap().len() < total && Instant::now() < deadline {
+    let arrived = |r: &Received| r.lock().unwrap().len();
+    while received.iter().map(arrived).min().unwrap_or(0) < total && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let elapsed = start.elapsed().as_secs_f64();
@@ -129,25 +150,35 @@ async fn main() {
     let _ = task.await;
 
     let sent = sent.lock().unwrap();
-    let received = received.lock().unwrap();
-    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).unwrap();
-    for (id, at) in received.iter() {
-        if let Some(s) = sent.get(id) {
+    let received: Vec<_> = received.iter().map(|r| r.lock().unwrap().clone()).collect();
+    let histogram = || hdrhistogram::Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).unwrap();
+    // Each event at each destination, and each notification's last one.
+    let (mut hist, mut last) = (histogram(), histogram());
+    for (id, s) in sent.iter() {
+        let ats: Vec<Instant> = received.iter().filter_map(|r| r.get(id).copied()).collect();
+        for at in &ats {
             hist.record(at.duration_since(*s).as_micros().max(1) as u64)
                 .unwrap();
         }
+        if ats.len() == received.len()
+            && let Some(at) = ats.iter().max()
+        {
+            last.record(at.duration_since(*s).as_micros().max(1) as u64)
+                .unwrap();
+        }
     }
+    let events = received.iter().map(|r| r.len()).min().unwrap_or(0);
     println!(
-        "mode={} notifications={} events={} elapsed={:.1}s end_to_end={:.0}/s",
+        "mode={} destinations={destinations} notifications={} events={} elapsed={:.1}s end_to_end={:.0}/s",
         if max {
             "max".to_string()
         } else {
             format!("rate {rate}/s")
         },
         total,
-        received.len(),
+        events,
         elapsed,
-        received.len() as f64 / elapsed
+        events as f64 / elapsed
     );
     println!(
         "notification_to_event_ms p50={:.2} p99={:.2} max={:.2}",
@@ -155,7 +186,15 @@ async fn main() {
         hist.value_at_quantile(0.99) as f64 / 1000.0,
         hist.max() as f64 / 1000.0
     );
+    println!(
+        "notification_to_every_destination_ms p50={:.2} p99={:.2} max={:.2}",
+        last.value_at_quantile(0.5) as f64 / 1000.0,
+        last.value_at_quantile(0.99) as f64 / 1000.0,
+        last.max() as f64 / 1000.0
+    );
 }
+
+const SECRET: &str = "whsec_cG9pbnRob29rLWJlbmNoLW1lcmNoYW50LXNlY3JldCE=";
 
 /// A server answering every GET with `answer(path)` as JSON, at once.
 async fn serve(answer: fn(&str) -> String) -> SocketAddr {

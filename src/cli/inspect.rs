@@ -414,7 +414,9 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
         }
         Events::Redeliver { id } => {
             if !delivers {
-                bail!("events are only stored: set [fulfillment] url to deliver them");
+                bail!(
+                    "events are only stored: set [fulfillment] url or [[destinations]] to deliver them"
+                );
             }
             if !store.redeliver_event(id.clone(), unix_ms_now()).await? {
                 bail!("no event {id}");
@@ -474,7 +476,7 @@ pub async fn fraud(store: &Store, cmd: Fraud) -> anyhow::Result<()> {
     }
 }
 
-fn print<T: Serialize>(
+pub(super) fn print<T: Serialize>(
     out: &Output,
     value: &T,
     human: impl FnOnce(&T) -> String,
@@ -539,7 +541,7 @@ fn fetch_table(rows: &[store::views::FetchView]) -> String {
 }
 
 /// Left-aligned columns, two spaces apart.
-fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+pub(super) fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     if rows.is_empty() {
         return "(none)\n".into();
     }
@@ -572,7 +574,7 @@ fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
-fn fields(pairs: &[(&str, String)]) -> String {
+pub(super) fn fields(pairs: &[(&str, String)]) -> String {
     let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     pairs
         .iter()

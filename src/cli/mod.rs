@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 mod client;
+mod destinations;
 mod inspect;
 mod platform_orders;
 mod reconcile;
@@ -92,6 +93,12 @@ enum Command {
     /// Read events; deliver one again.
     #[command(subcommand)]
     Events(inspect::Events),
+    /// Where events go: list, show, enable, disable, recover since a time.
+    #[command(subcommand)]
+    Destinations(destinations::Destinations),
+    /// Standard Webhooks secrets for destinations.
+    #[command(subcommand)]
+    Secret(destinations::SecretCommand),
     /// Fraud alerts held for a person: list, confirm (cancel or refund), dismiss.
     #[command(subcommand)]
     Fraud(inspect::Fraud),
@@ -181,6 +188,13 @@ pub fn main() -> ExitCode {
         Command::Events(cmd) => with_store(&config, |store, delivers| async move {
             inspect::events(&store, cmd, delivers).await
         }),
+        Command::Destinations(cmd) => with_store(&config, |store, _| async move {
+            destinations::run(&store, cmd).await
+        }),
+        Command::Secret(cmd) => {
+            destinations::secret(cmd);
+            Ok(())
+        }
         Command::Fraud(cmd) => with_store(&config, |store, _| async move {
             inspect::fraud(&store, cmd).await
         }),
@@ -223,7 +237,7 @@ where
     let config = load(path)?;
     let location = config.location().map_err(Failure::Config)?;
     let events = config.event_policy();
-    let delivers = events.deliver;
+    let delivers = events.delivers();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

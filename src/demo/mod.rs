@@ -92,7 +92,7 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
         "[server]\nlisten = \"{ph_addr}\"\n[storage]\npath = {db:?}\n[api]\nbase_url = \"{sb_url}\"\n\
          [[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n\
          webhook_secret = \"{WEBHOOK_SECRET}\"\n\
-         [fulfillment]\nurl = \"http://{merchant_addr}/events\"\nsecret = \"whsec_ZGVtby1zZWNyZXQ=\"\n",
+         [fulfillment]\nurl = \"http://{merchant_addr}/events\"\nsecret = \"whsec_cG9pbnRob29rLWRlbW8tbWVyY2hhbnQtc2VjcmV0ISE=\"\n",
         db = dir.path().join("pointhook.db").display().to_string()
     );
     std::fs::write(&config_path, &toml).context("cannot write the demo configuration")?;
@@ -157,12 +157,29 @@ struct Runner {
 }
 
 impl Runner {
+    /// Waits (up to 10 s) until no event waits for the merchant.
+    async fn outbox_idle(&self) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            let now = store::unix_ms_now();
+            if self.store.metrics_snapshot(now).await?.outbox_backlog == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+
     async fn run(&self, s: &Scenario) -> anyhow::Result<()> {
         println!("Scenario: {}", s.name);
         let mut saved: HashMap<String, Value> = HashMap::new();
         for (n, step) in s.steps.iter().enumerate() {
             println!("  - {}", step.say);
             if let Some(n) = step.merchant_fails_next {
+                // "The next event" is this scenario's: the events of the
+                // ones before it are sent first (a scenario passes once
+                // its event is decided, which can be before it is sent).
+                self.outbox_idle().await?;
                 self.merchant.fail_next.store(n, Ordering::SeqCst);
             }
             if let Some(minutes) = step.wait_scaled_minutes {

@@ -158,7 +158,7 @@ pub async fn run(s: Settings) -> Report {
                      [storage]\n{storage}\n\
                      [api]\nbase_url = \"{api}\"\ntimeout_secs = 5\nrequests_per_second = 1000\n\
                      [worker]\nenabled = {worker}\nconcurrency = 8\nlease_secs = 3\n\
-                     [fulfillment]\nurl = \"{merchant}/events\"\nsecret = \"whsec_Y2FtcGFpZ24=\"\ntimeout_secs = 2\n\
+                     [fulfillment]\nurl = \"{merchant}/events\"\nsecret = \"whsec_cG9pbnRob29rLWNhbXBhaWduLXRlc3Qtc2VjcmV0ISE=\"\ntimeout_secs = 2\n\
                      [[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n",
                     worker = s.instances == 1 || i > 0,
                     merchant = merchant.uri(),

@@ -34,6 +34,13 @@ async fn fill(location: &Location) {
         .await
         .unwrap();
     let now = unix_ms_now();
+    store
+        .register_destinations(
+            vec![("default".into(), "https://shop.example/h".into())],
+            now,
+        )
+        .await
+        .unwrap();
     for i in 0..25u32 {
         let order = format!("{}", 4000 + i);
         let work = Work::MerchantOrder {
@@ -146,7 +153,12 @@ fn dump(db: &TestDb) -> Vec<(&'static str, Vec<Vec<crate::backends::SqlValue>>)>
     pointhook::store::tables::TABLES
         .iter()
         .map(|t| {
-            let order = t.order_by.unwrap_or("id");
+            // Tables copied in their insertion order, compared by key.
+            let order = match (t.order_by, t.name) {
+                (Some(by), _) => by,
+                (None, "outbox") => "event_id, destination",
+                (None, _) => "id",
+            };
             let rows = db.rows(
                 &format!(
                     "SELECT {} FROM {} ORDER BY {order}",

@@ -161,9 +161,25 @@ pub fn unix_now() -> u64 {
         .as_secs()
 }
 
-/// The rules a store opened by a test decides with (events delivered).
+/// The rules a store opened by a test decides with: every event goes to
+/// one destination, `default`.
 pub fn rules() -> pointhook::domain::verdict::DecisionRules {
-    pointhook::rules::decision_rules(pointhook::domain::verdict::EventPolicy { deliver: true })
+    use pointhook::domain::verdict::{EventPolicy, Route};
+    pointhook::rules::decision_rules(EventPolicy::new(vec![Route {
+        destination: "default".into(),
+        types: pointhook::domain::EventType::all().collect(),
+        accounts: None,
+    }]))
+}
+
+/// What a test's batch says of its destination: nothing to disable.
+pub fn healthy(now: i64) -> pointhook::store::BatchHealth {
+    pointhook::store::BatchHealth {
+        now,
+        gone: None,
+        failing_cutoff: i64::MIN,
+        failing_reason: String::new(),
+    }
 }
 
 pub fn init_logs() {
@@ -421,7 +437,12 @@ impl TestApp {
                 &[],
             )
             .into_iter()
-            .map(|r| (r[0].text(), r[1].text()))
+            .map(|r| {
+                let (t, body) = (r[0].text(), r[1].text());
+                // Every event a test sees matches its schema.
+                crate::event_catalog::check(&serde_json::from_str(&body).unwrap());
+                (t, body)
+            })
             .collect()
     }
 

@@ -864,7 +864,7 @@ async fn the_outbox_follows_no_redirect() {
     let api = FakeApi::start().await;
     paid_order(&api, None);
     let app = spawn_app_with(TestConfig::default().api(&api.uri()).extra(&format!(
-        "[fulfillment]\nurl = \"{}/events\"\n",
+        "[fulfillment]\nurl = \"{}/events\"\nunsigned = true\n",
         merchant.uri()
     )))
     .await;
@@ -910,7 +910,7 @@ async fn an_event_decided_while_a_batch_is_out_does_not_wait_for_it() {
     api.order(SLOW, "10", &[("1001", "10", "approved")], None);
     api.order(FAST, "10", &[("1002", "10", "approved")], None);
     let mut config = TestConfig::default().api(&api.uri()).extra(&format!(
-        "[fulfillment]\nurl = \"{}/events\"\ntimeout_secs = 30\n",
+        "[fulfillment]\nurl = \"{}/events\"\nunsigned = true\ntimeout_secs = 30\n",
         merchant.uri()
     ));
     config.worker_loop = true;
@@ -986,7 +986,7 @@ async fn the_outbox_keeps_to_max_in_flight() {
         api.order(order, "10", &[(&format!("20{i}"), "10", "approved")], None);
     }
     let mut config = TestConfig::default().api(&api.uri()).extra(&format!(
-        "[fulfillment]\nurl = \"{}/events\"\ntimeout_secs = 30\nmax_in_flight = {MAX}\n",
+        "[fulfillment]\nurl = \"{}/events\"\nunsigned = true\ntimeout_secs = 30\nmax_in_flight = {MAX}\n",
         merchant.uri()
     ));
     config.worker_loop = true;

@@ -32,6 +32,7 @@ on_both_backends!(
     an_ingest_whose_caller_went_away_still_wakes_the_worker,
     a_lease_of_fewer_jobs_than_asked_tells_when_the_next_is_due,
     a_lease_of_fewer_events_than_asked_tells_when_the_next_is_due,
+    destinations_recording_the_same_events_at_once_keep_each_events_sums,
 );
 
 struct Opened {
@@ -42,15 +43,17 @@ struct Opened {
 }
 
 async fn open() -> Opened {
+    open_with(crate::helpers::rules()).await
+}
+
+async fn open_with(rules: pointhook::domain::verdict::DecisionRules) -> Opened {
     let dir = tempfile::tempdir().unwrap();
     let database = crate::backends::current();
     let location = match &database {
         Backend::Sqlite => Location::Sqlite(dir.path().join("store.db")),
         Backend::Postgres(pg) => Location::Postgres(pg.url.clone()),
     };
-    let store = Store::open(&location, crate::helpers::rules())
-        .await
-        .expect("store opens");
+    let store = Store::open(&location, rules).await.expect("store opens");
     Opened {
         store,
         location,
@@ -637,20 +640,28 @@ async fn a_lease_of_fewer_events_than_asked_tells_when_the_next_is_due() {
     for (order, at) in [("11", t), ("12", t + 5_000)] {
         release_with_an_event(&s.store, order, at).await;
     }
-    let early = s.store.lease_events(t - 1_000, 60_000, 4).await.unwrap();
+    let early = s
+        .store
+        .lease_events("default", t - 1_000, 60_000, 4)
+        .await
+        .unwrap();
     assert!(early.taken.is_empty());
     assert_eq!(early.next_due, Some(t), "the first event's time");
-    let full = s.store.lease_events(t, 60_000, 1).await.unwrap();
+    let full = s.store.lease_events("default", t, 60_000, 1).await.unwrap();
     assert_eq!(full.taken.len(), 1);
     assert_eq!(full.next_due, None, "a full lease tells nothing");
-    let none = s.store.lease_events(t, 60_000, 4).await.unwrap();
+    let none = s.store.lease_events("default", t, 60_000, 4).await.unwrap();
     assert!(none.taken.is_empty());
     assert_eq!(
         none.next_due,
         Some(t + 5_000),
         "the second event, not the leased one"
     );
-    let last = s.store.lease_events(t + 5_000, 10_000, 4).await.unwrap();
+    let last = s
+        .store
+        .lease_events("default", t + 5_000, 10_000, 4)
+        .await
+        .unwrap();
     assert_eq!(last.taken.len(), 1);
     assert_eq!(
         last.next_due,
@@ -672,7 +683,7 @@ async fn two_stores_never_lease_one_event() {
             let mut mine = Vec::new();
             loop {
                 let leased = store
-                    .lease_events(unix_ms_now(), 60_000, 5)
+                    .lease_events("default", unix_ms_now(), 60_000, 5)
                     .await
                     .unwrap()
                     .taken;
@@ -690,10 +701,15 @@ async fn two_stores_never_lease_one_event() {
                     })
                     .collect();
                 let n = outcomes.len();
-                assert_eq!(
-                    store.record_event_outcomes(outcomes).await.unwrap(),
-                    vec![true; n]
-                );
+                let recorded = store
+                    .record_event_outcomes(
+                        "default",
+                        outcomes,
+                        crate::helpers::healthy(unix_ms_now()),
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(recorded.held, vec![true; n]);
             }
         }));
     }
@@ -1054,4 +1070,96 @@ async fn an_ingest_whose_caller_went_away_still_wakes_the_worker() {
         .unwrap()
         .taken;
     assert_eq!(job.len(), 1, "the delivery was committed with its job");
+}
+
+/// Three destinations record the same events at once, their batches each
+/// in its own order: no batch fails and every event ends delivered with
+/// exact sums. On PostgreSQL two batches that locked the same events' rows
+/// in opposite orders deadlocked, and one failed.
+async fn destinations_recording_the_same_events_at_once_keep_each_events_sums() {
+    use pointhook::domain::verdict::{EventPolicy, Route};
+    const NAMES: [&str; 3] = ["a", "b", "c"];
+    const EVENTS: usize = 60;
+    let routes = NAMES.map(|n| Route {
+        destination: n.into(),
+        types: EventType::all().collect(),
+        accounts: None,
+    });
+    let s = open_with(pointhook::rules::decision_rules(EventPolicy::new(
+        routes.to_vec(),
+    )))
+    .await;
+    let at = unix_ms_now();
+    for i in 0..EVENTS {
+        release_with_an_event(&s.store, &(700 + i).to_string(), at).await;
+    }
+    let mut tasks = Vec::new();
+    for (n, name) in NAMES.into_iter().enumerate() {
+        let store = s.second().await;
+        tasks.push(tokio::spawn(async move {
+            let leased = store
+                .lease_events(name, unix_ms_now(), 60_000, EVENTS)
+                .await
+                .unwrap()
+                .taken;
+            assert_eq!(leased.len(), EVENTS, "{name}");
+            // The same batches at every destination, each in its own
+            // order, all at once.
+            let mut batches = tokio::task::JoinSet::new();
+            for chunk in leased.chunks(10) {
+                let mut batch = chunk.to_vec();
+                if n % 2 == 1 {
+                    batch.reverse();
+                }
+                let store = store.clone();
+                batches.spawn(async move {
+                    let outcomes = batch
+                        .into_iter()
+                        .map(|event| EventOutcome {
+                            event,
+                            attempted: Attempted::Delivered { at: unix_ms_now() },
+                        })
+                        .collect();
+                    let health = crate::helpers::healthy(unix_ms_now());
+                    store
+                        .record_event_outcomes(name, outcomes, health)
+                        .await
+                        .unwrap_or_else(|e| panic!("{name}: {e}"))
+                });
+            }
+            while let Some(recorded) = batches.join_next().await {
+                assert!(recorded.unwrap().held.iter().all(|h| *h));
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let db = match &s.location {
+        Location::Sqlite(path) => crate::backends::TestDb::Sqlite(path.clone()),
+        Location::Postgres(url) => crate::backends::TestDb::Postgres(url.clone()),
+    };
+    let sums = db.rows(
+        "SELECT state, unfinished, gave_up, attempts, count(*) FROM events
+         GROUP BY state, unfinished, gave_up, attempts",
+        &[],
+    );
+    assert_eq!(sums.len(), 1, "every event alike: {sums:?}");
+    let r = &sums[0];
+    assert_eq!(
+        (
+            r[0].event_state(),
+            r[1].int(),
+            r[2].int(),
+            r[3].int(),
+            r[4].int()
+        ),
+        (
+            pointhook::domain::EventState::Delivered,
+            0,
+            0,
+            3,
+            EVENTS as i64
+        )
+    );
 }

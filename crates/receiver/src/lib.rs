@@ -11,7 +11,7 @@
 //! - [`api`]: the platform API client (payments, orders, chargebacks, intents).
 //! - [`worker`]: leases jobs, runs a handler per kind, records the outcome.
 //! - [`rules`]: the business rules, pure functions.
-//! - [`outbox`]: signed delivery of decided events to the merchant.
+//! - [`outbox`]: signed delivery of decided events to each destination.
 //! - [`reconcile`]: finds changes that came with no notification.
 //! - [`money`], [`clock`], [`text`], [`tls`]: shared with the sandbox, from
 //!   `pointhook-common`.
@@ -46,7 +46,7 @@ use api::ApiClient;
 use clock::{Clock, SystemClock};
 use config::Config;
 use http::ingest::{Accounts, Ingest};
-use outbox::{Outbox, OutboxSettings};
+use outbox::Outbox;
 use store::Store;
 use worker::{Worker, WorkerSettings};
 
@@ -97,13 +97,23 @@ impl App {
                     .with_context(|| format!("cannot listen on {} (admin.listen)", a.listen))?,
             ),
         };
-        let fulfillment_url = config.fulfillment.as_ref().and_then(|f| f.url.clone());
+        let destinations = config.destinations()?;
         let store = Store::open(
             &config.location()?,
             rules::decision_rules(config.event_policy()),
         )
         .await
         .context("cannot open storage")?;
+        store
+            .register_destinations(
+                destinations
+                    .iter()
+                    .map(|d| (d.name.clone(), d.masked_url()))
+                    .collect(),
+                store::unix_ms(options.clock.now()),
+            )
+            .await
+            .context("cannot record the destinations")?;
         let accounts = config.resolve_accounts()?;
         let metrics = Arc::new(metrics::Metrics::new());
         let api = Arc::new(
@@ -132,23 +142,9 @@ impl App {
                 metrics: metrics.clone(),
             },
         ));
-        let outbox = match (&config.fulfillment, fulfillment_url) {
-            (Some(f), Some(url)) => Some(Arc::new(
-                Outbox::new(
-                    store.clone(),
-                    options.clock.clone(),
-                    OutboxSettings {
-                        url,
-                        secret: config.fulfillment_secret()?,
-                        timeout: Duration::from_secs(f.timeout_secs),
-                        give_up_after: Duration::from_secs(f.give_up_after_hours * 3600),
-                        max_in_flight: f.max_in_flight,
-                    },
-                )
-                .context("cannot build the fulfillment client")?,
-            )),
-            _ => None,
-        };
+        let outbox = Outbox::new(store.clone(), options.clock.clone(), destinations)
+            .context("cannot build the destinations' clients")?
+            .map(Arc::new);
         Ok(App {
             config,
             listener,

@@ -49,6 +49,11 @@ pub struct OutcomeLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DestinationLabel {
+    pub destination: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabel {
     pub state: &'static str,
 }
@@ -65,6 +70,9 @@ pub struct Metrics {
     dead_jobs: Gauge,
     outbox_backlog: Gauge,
     outbox_oldest_seconds: Gauge,
+    destination_backlog: Family<DestinationLabel, Gauge>,
+    destination_oldest_seconds: Family<DestinationLabel, Gauge>,
+    destination_disabled: Family<DestinationLabel, Gauge>,
     missed: Family<MissedLabels, Counter>,
     job_runs: Family<OutcomeLabel, Counter>,
     reconcile_passes: Family<OutcomeLabel, Counter>,
@@ -145,6 +153,24 @@ impl Metrics {
             "Age of the oldest event waiting for the merchant's endpoint",
             outbox_oldest_seconds.clone(),
         );
+        let destination_backlog = Family::<DestinationLabel, Gauge>::default();
+        registry.register(
+            "destination_backlog",
+            "Events waiting for a destination, pending or paused",
+            destination_backlog.clone(),
+        );
+        let destination_oldest_seconds = Family::<DestinationLabel, Gauge>::default();
+        registry.register(
+            "destination_oldest_seconds",
+            "Age of the oldest event waiting for a destination",
+            destination_oldest_seconds.clone(),
+        );
+        let destination_disabled = Family::<DestinationLabel, Gauge>::default();
+        registry.register(
+            "destination_disabled",
+            "1 while a destination is disabled (a person must enable and recover it)",
+            destination_disabled.clone(),
+        );
         let missed = Family::<MissedLabels, Counter>::default();
         registry.register(
             "notifications_missed",
@@ -182,6 +208,9 @@ impl Metrics {
             dead_jobs,
             outbox_backlog,
             outbox_oldest_seconds,
+            destination_backlog,
+            destination_oldest_seconds,
+            destination_disabled,
             missed,
             job_runs,
             reconcile_passes,
@@ -267,6 +296,20 @@ impl Metrics {
         self.outbox_backlog.set(snapshot.outbox_backlog);
         self.outbox_oldest_seconds
             .set(snapshot.outbox_oldest_ms / 1000);
+        for d in &snapshot.destinations {
+            let label = DestinationLabel {
+                destination: d.name.clone(),
+            };
+            self.destination_backlog
+                .get_or_create(&label)
+                .set(d.backlog);
+            self.destination_oldest_seconds
+                .get_or_create(&label)
+                .set(d.oldest_seconds);
+            self.destination_disabled
+                .get_or_create(&label)
+                .set(i64::from(d.state == "disabled"));
+        }
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .map_err(|e| StoreError::Unavailable(format!("cannot encode metrics: {e}")))?;

@@ -1,4 +1,5 @@
-//! The one backoff schedule: jobs and outbound events both use it.
+//! The one backoff schedule, and how a server's `Retry-After` is read:
+//! jobs and outbound events both use them.
 
 use std::time::Duration;
 
@@ -20,6 +21,24 @@ pub fn backoff(attempt: u32) -> Duration {
 /// A `Retry-After` as a wait, never longer than `CAP`.
 pub fn clamp_retry_after(after: Duration) -> Duration {
     after.min(CAP)
+}
+
+/// `Retry-After`: seconds, or an HTTP date (a date in the past is "now").
+/// Unbounded here; whoever waits takes `clamp_retry_after` of it.
+pub fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
+    let text = headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(text).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use url::Url;
 use crate::config::{Account, ApiConfig};
 use crate::domain::platform::{Chargeback, MerchantOrder, Payment, PaymentIntent, PlatformOrder};
 use crate::domain::{ChargebackId, Id, IntentId, MerchantOrderId, PaymentId, PlatformOrderId};
+use crate::retry::retry_after;
 use wire::{Identified, PlatformError};
 
 /// One API call, kept for the operator's history of a job.
@@ -780,24 +781,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
-}
-
-/// `Retry-After`: seconds, or an HTTP date (a date in the past is "now").
-/// Unbounded here; the worker waits at most its longest backoff.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let text = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
-    if let Ok(secs) = text.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let at = httpdate::parse_http_date(text).ok()?;
-    Some(
-        at.duration_since(std::time::SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
 }
 
 /// A time as the search APIs take it: milliseconds and an offset.

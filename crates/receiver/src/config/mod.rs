@@ -3,6 +3,7 @@
 //! whole before anything binds a port. `sample-config.toml` documents every
 //! key; a test keeps it parsing.
 
+mod destinations;
 mod env;
 pub mod redacted;
 mod secret;
@@ -15,6 +16,7 @@ use url::Url;
 
 use crate::domain::UnauthenticatedAlerts;
 
+pub use destinations::{DEFAULT_NAME, Destination, DestinationConfig, SigningKey};
 pub use secret::Secret;
 
 /// Everything wrong with a configuration, as one line naming the key.
@@ -44,6 +46,8 @@ pub struct Config {
     pub accounts: Vec<AccountConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fulfillment: Option<FulfillmentConfig>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<DestinationConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin: Option<AdminConfig>,
     #[serde(default)]
@@ -176,6 +180,11 @@ pub struct FulfillmentConfig {
     /// The most POSTs this instance has out at once (each instance its own).
     #[serde(default = "defaults::fulfillment_max_in_flight")]
     pub max_in_flight: usize,
+    /// As for `[[destinations]]`: `[fulfillment]` is the destination `default`.
+    #[serde(default = "destinations::defaults::disable_after_hours")]
+    pub disable_after_hours: u64,
+    #[serde(default)]
+    pub unsigned: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -489,10 +498,7 @@ impl Config {
         // Secrets must be readable now, not at the first request.
         self.resolve_accounts()?;
         self.admin_token()?;
-        if let Some(secret) = self.fulfillment_secret()? {
-            crate::outbox::signing_key(secret.expose())
-                .map_err(|e| ConfigError::new("fulfillment.secret", e.to_string()))?;
-        }
+        self.destinations()?;
         Ok(())
     }
 
@@ -667,17 +673,6 @@ impl Config {
         }
     }
 
-    pub fn fulfillment_secret(&self) -> Result<Option<Secret>, ConfigError> {
-        match &self.fulfillment {
-            None => Ok(None),
-            Some(f) => pick_secret(
-                "fulfillment.secret",
-                f.secret.as_ref(),
-                f.secret_file.as_deref(),
-            ),
-        }
-    }
-
     /// What is allowed but most likely a mistake in production: a test
     /// access token, or credentials and events sent in plain http to
     /// another host.
@@ -704,35 +699,14 @@ impl Config {
                 a.name
             ));
         }
-        let plain = |url: &Url| {
-            url.scheme() == "http"
-                && !matches!(url.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback())
-                && !matches!(url.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback())
-                && url.host_str() != Some("localhost")
-        };
-        if plain(&self.api.base_url) {
+        if plain_http(&self.api.base_url) {
             out.push(format!(
                 "api.base_url {} is plain http to another host: access tokens travel unencrypted",
                 redacted::text(&self.api.base_url)
             ));
         }
-        if let Some(url) = self.fulfillment.as_ref().and_then(|f| f.url.as_ref())
-            && plain(url)
-        {
-            out.push(format!(
-                "fulfillment.url {} is plain http to another host: events travel unencrypted",
-                redacted::text(url)
-            ));
-        }
+        out.extend(self.destination_warnings());
         out
-    }
-
-    /// What becomes of decided events: sent to `[fulfillment] url`, or only
-    /// stored and listed.
-    pub fn event_policy(&self) -> crate::domain::verdict::EventPolicy {
-        crate::domain::verdict::EventPolicy {
-            deliver: self.fulfillment.as_ref().is_some_and(|f| f.url.is_some()),
-        }
     }
 
     /// The configuration as TOML with every secret masked.
@@ -777,6 +751,14 @@ fn pick_secret(
         }
         (None, None) => Ok(None),
     }
+}
+
+/// Plain http to a host other than this one.
+fn plain_http(url: &Url) -> bool {
+    url.scheme() == "http"
+        && !matches!(url.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback())
+        && !matches!(url.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback())
+        && url.host_str() != Some("localhost")
 }
 
 fn one_line(s: &str) -> String {

@@ -64,7 +64,7 @@ fn every_section_is_accepted() {
         "{MINIMAL}
 [fulfillment]
 url = \"http://127.0.0.1:9000/events\"
-secret = \"whsec_aGVsbG8=\"
+secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"
 [admin]
 listen = \"127.0.0.1:0\"
 token = \"t\"
@@ -222,13 +222,13 @@ fn a_numeric_secret_from_the_environment_keeps_its_digits() {
 }
 
 #[test]
-fn a_whsec_secret_must_be_base64() {
+fn a_fulfillment_secret_must_be_a_standard_webhooks_secret() {
     let text = MINIMAL.to_string()
         + "[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\nsecret = \"whsec_not base64!\"\n";
     let e = parse(&text).unwrap_err();
     assert_eq!(e.key, "fulfillment.secret");
     let ok = MINIMAL.to_string()
-        + "[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\nsecret = \"whsec_aGVsbG8=\"\n";
+        + "[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n";
     assert!(parse(&ok).is_ok());
 }
 
@@ -237,7 +237,7 @@ fn the_printed_config_masks_url_credentials_and_queries() {
     let text = MINIMAL.replace(
         "base_url = \"http://127.0.0.1:1\"",
         "base_url = \"https://user:pw@api.example/?key=k\"",
-    ) + "[fulfillment]\nurl = \"https://merchant.example/hook?token=t\"\n";
+    ) + "[fulfillment]\nurl = \"https://merchant.example/hook?token=t\"\nunsigned = true\n";
     let c = parse(&text).unwrap();
     let shown = c.to_masked_toml();
     assert!(
@@ -319,7 +319,9 @@ fn durations_and_sizes_have_upper_bounds() {
 fn max_in_flight_is_between_one_and_1024() {
     let with = |n: &str| {
         MINIMAL.to_string()
-            + &format!("[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\nmax_in_flight = {n}\n")
+            + &format!(
+                "[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\nunsigned = true\nmax_in_flight = {n}\n"
+            )
     };
     for bad in ["0", "1025"] {
         let e = parse(&with(bad)).unwrap_err();
@@ -327,7 +329,8 @@ fn max_in_flight_is_between_one_and_1024() {
     }
     let c = parse(&with("4")).unwrap();
     assert_eq!(c.fulfillment.unwrap().max_in_flight, 4);
-    let default = MINIMAL.to_string() + "[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\n";
+    let default =
+        MINIMAL.to_string() + "[fulfillment]\nurl = \"http://127.0.0.1:1/e\"\nunsigned = true\n";
     assert_eq!(
         parse(&default).unwrap().fulfillment.unwrap().max_in_flight,
         64

@@ -76,6 +76,10 @@ impl EventType {
     pub fn parse(s: &str) -> Option<EventType> {
         s.parse().ok()
     }
+
+    pub fn all() -> impl Iterator<Item = EventType> {
+        <EventType as strum::IntoEnumIterator>::iter()
+    }
 }
 
 impl std::fmt::Display for EventType {

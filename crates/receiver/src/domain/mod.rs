@@ -21,7 +21,7 @@ pub use ids::{
     ResourceId, kinds,
 };
 pub use states::{
-    EventState, IntentState, JobKind, JobState, Kind, Review, SignatureStatus,
+    DestinationState, EventState, IntentState, JobKind, JobState, Kind, Review, SignatureStatus,
     UnauthenticatedAlerts,
 };
 pub use work::{FraudAlert, Work};

@@ -115,19 +115,36 @@ pub enum JobState {
     Dead = 3,
 }
 
-/// Where an outbound event is.
+/// Where an outbound event is: an event as a whole (`events`), or its
+/// queue row at one destination (`outbox`). An event is `pending` while
+/// any destination still waits for it, then `delivered`, or `dead` when
+/// one gave it up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
 #[strum(serialize_all = "snake_case")]
 #[repr(i16)]
 pub enum EventState {
     /// Waiting for (another) delivery attempt.
     Pending = 0,
-    /// The merchant's endpoint answered 2xx.
+    /// The endpoint answered 2xx (every destination's, for an event).
     Delivered = 1,
-    /// Given up after `fulfillment.give_up_after_hours`.
+    /// Given up after `give_up_after_hours`.
     Dead = 2,
-    /// No `[fulfillment] url`: kept for the CLI and the admin API only.
+    /// No destination takes it: kept for the CLI and the admin API only.
     Stored = 3,
+    /// Its destination is disabled: it waits, unsent, for a person to
+    /// recover it (queue rows only).
+    Paused = 4,
+}
+
+/// Whether a destination is sent its events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "snake_case")]
+#[repr(i16)]
+pub enum DestinationState {
+    Enabled = 0,
+    /// By a person, a `410 Gone`, or failing every attempt for
+    /// `disable_after_hours`: its events wait as `paused`.
+    Disabled = 1,
 }
 
 /// A person's review of a fraud alert that could not be trusted on its own.
@@ -188,6 +205,7 @@ named!(
     SignatureStatus,
     JobState,
     EventState,
+    DestinationState,
     Review
 );
 

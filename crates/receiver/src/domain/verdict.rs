@@ -3,6 +3,8 @@
 //! calls the kernel it was opened with, and writes what the verdict says;
 //! it decides nothing itself.
 
+use std::sync::Arc;
+
 use super::decision::{Decision, EventType, GuardFacts, Mark};
 use super::states::EventState;
 
@@ -51,18 +53,46 @@ pub struct NewEvent {
     pub id: String,
     /// The envelope as sent: `{"id","type","created_at","account","data"}`.
     pub body: String,
+    /// `pending` when it goes to a destination, else `stored`.
     pub state: EventState,
+    /// The destinations it is queued for, one queue row each (none:
+    /// only stored and listed).
+    pub destinations: Vec<String>,
 }
 
-/// What becomes of the events decided, fixed when the store opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One destination as the routing reads it: its name and what it takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub destination: String,
+    /// The event types it takes: its `types` patterns, resolved against
+    /// every type there is when the configuration is read.
+    pub types: Vec<EventType>,
+    /// The accounts whose events it takes; `None`: every account.
+    pub accounts: Option<Vec<String>>,
+}
+
+/// What becomes of the events decided, fixed when the store opens: the
+/// routing table of the destinations (`rules::routing` reads it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventPolicy {
-    /// Sent to the merchant (`pending`), or only stored and listed.
-    pub deliver: bool,
+    pub routes: Arc<[Route]>,
+}
+
+impl EventPolicy {
+    pub fn new(routes: Vec<Route>) -> EventPolicy {
+        EventPolicy {
+            routes: routes.into(),
+        }
+    }
+
+    /// Whether any event can go anywhere (else every one is only stored).
+    pub fn delivers(&self) -> bool {
+        !self.routes.is_empty()
+    }
 }
 
 /// The kernel a store is opened with (`rules::kernel::decide`).
-pub type Kernel = fn(&Decision, &Context<'_>, EventPolicy) -> Verdict;
+pub type Kernel = fn(&Decision, &Context<'_>, &EventPolicy) -> Verdict;
 
 /// A fraud review a person dismissed, as read in the dismissing
 /// transaction.
@@ -78,11 +108,14 @@ pub struct DismissedReview {
 
 /// What a store decides with, fixed when it opens: the rules' pure
 /// functions and the event policy. The store calls them inside its
-/// transactions and writes what they answer.
-#[derive(Debug, Clone, Copy)]
+/// transactions and writes what they answer. Cheap to clone.
+#[derive(Debug, Clone)]
 pub struct DecisionRules {
     pub decide: Kernel,
     /// `fraud_alert.dismissed` for a dismissed review.
     pub dismissal: fn(&DismissedReview) -> Decision,
+    /// The destinations an event of a type and account goes to (an event
+    /// sent again goes where it would go now).
+    pub route: fn(&EventPolicy, &str, EventType) -> Vec<String>,
     pub events: EventPolicy,
 }

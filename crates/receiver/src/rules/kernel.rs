@@ -1,11 +1,13 @@
 //! The decision kernel: what recording one decision means, given what the
 //! deciding transaction sees. Both stores call it (they are opened with
 //! it, as `domain::verdict::Kernel`) and write what it answers; finality,
-//! the final slot's key, the event id, the envelope and the event's state
-//! are decided here and nowhere else.
+//! the final slot's key, the event id, the envelope, the event's state and
+//! the destinations it is queued for (`routing`) are decided here and
+//! nowhere else.
 
 use serde_json::json;
 
+use super::routing;
 use crate::domain::verdict::{Context, EventPolicy, NewEvent, Record, Verdict};
 use crate::domain::{Decision, EventState, EventType, Slot, event_id};
 
@@ -13,7 +15,7 @@ use crate::domain::{Decision, EventState, EventType, Slot, event_id};
 pub const FINAL_KEY: &str = "final";
 
 /// What to write for `d`.
-pub fn decide(d: &Decision, ctx: &Context<'_>, policy: EventPolicy) -> Verdict {
+pub fn decide(d: &Decision, ctx: &Context<'_>, policy: &EventPolicy) -> Verdict {
     if !d.guards.iter().all(|g| g.holds(ctx.facts)) {
         return Verdict::Skip;
     }
@@ -35,6 +37,7 @@ pub fn decide(d: &Decision, ctx: &Context<'_>, policy: EventPolicy) -> Verdict {
     };
     let event = told(d.event).then(|| {
         let id = event_id(ctx.account, &d.subject, &key);
+        let destinations = routing::destinations(policy, ctx.account, d.event);
         NewEvent {
             body: json!({
                 "id": id,
@@ -45,11 +48,12 @@ pub fn decide(d: &Decision, ctx: &Context<'_>, policy: EventPolicy) -> Verdict {
             })
             .to_string(),
             id,
-            state: if policy.deliver {
-                EventState::Pending
-            } else {
+            state: if destinations.is_empty() {
                 EventState::Stored
+            } else {
+                EventState::Pending
             },
+            destinations,
         }
     });
     Verdict::Record(Record {

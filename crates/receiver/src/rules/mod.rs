@@ -7,6 +7,7 @@
 //!
 //! - [`kernel`]: what recording one decision means (guards, finality, the
 //!   event's id, envelope and state); both stores call it.
+//! - [`routing`]: which destinations an event goes to.
 //! - [`release`]: merchant orders (paid net of refunds, shipments).
 //! - [`payment`]: `payment.updated`, and a merchant order that is behind.
 //! - [`intent`]: payment intents, and whether a payment is the intent's.
@@ -24,6 +25,7 @@ pub mod kernel;
 pub mod payment;
 pub mod platform_order;
 pub mod release;
+pub mod routing;
 pub mod wait;
 
 pub use intent::{IntentDecision, IntentOutcome};
@@ -36,6 +38,7 @@ pub fn decision_rules(events: EventPolicy) -> DecisionRules {
     DecisionRules {
         decide: kernel::decide,
         dismissal: fraud::dismissed,
+        route: routing::destinations,
         events,
     }
 }

@@ -21,13 +21,13 @@ use tokio::sync::Notify;
 
 pub use crate::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use model::{
-    Attempted, EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
-    NewDelivery, NewJob, Sighting, fingerprint,
+    Attempted, BatchHealth, EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease,
+    LeasedEvent, LeasedJob, NewDelivery, NewJob, Recorded, Recovery, Sighting, fingerprint,
 };
 pub use views::{
-    Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail,
-    EventSummary, Health, JobDetail, JobSummary, MAX_LIMIT, MetricsSnapshot, OrderView,
-    PRUNE_BATCH, Pruned, ReviewView,
+    Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, DestinationView,
+    EventDelivery, EventDetail, EventSummary, Health, JobDetail, JobSummary, MAX_LIMIT,
+    MetricsSnapshot, OrderView, PRUNE_BATCH, Pruned, RecoveryView, ReviewView,
 };
 
 use crate::domain::verdict::DecisionRules;
@@ -190,6 +190,9 @@ macro_rules! on {
         }
     };
 }
+
+// Its methods use `on!`, so it is declared after it.
+mod outbox;
 
 /// How long a readiness answer is kept.
 const READY_CACHE: Duration = Duration::from_secs(1);
@@ -358,7 +361,7 @@ impl Store {
         fetches: Vec<FetchRow>,
         now: i64,
     ) -> Result<Finish, StoreError> {
-        let rules = self.inner.rules;
+        let rules = self.inner.rules.clone();
         let (finish, pending) =
             on!(self, b => b.finish_job(job, outcome, fetches, now, rules).await)?;
         self.woken_by(&finish);
@@ -378,7 +381,7 @@ impl Store {
         effects: Effects,
         now: i64,
     ) -> Result<Finish, StoreError> {
-        let rules = self.inner.rules;
+        let rules = self.inner.rules.clone();
         let finish = on!(self, b => b.record_effects(job, effects, now, rules).await)?;
         self.woken_by(&finish);
         Ok(finish)
@@ -462,37 +465,13 @@ impl Store {
     /// A person dismisses a held alert: the block goes, the order is
     /// looked at again.
     pub async fn dismiss_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
-        let rules = self.inner.rules;
+        let rules = self.inner.rules.clone();
         let (answer, emitted) = on!(self, b => b.dismiss_review(id, now, rules).await)?;
         if !emitted.is_empty() {
             self.inner.events_ready.notify_one();
         }
         self.inner.jobs_ready.notify_one();
         Ok(answer)
-    }
-
-    /// Leases up to `limit` events due for a delivery attempt; with fewer,
-    /// tells when the next is due.
-    pub async fn lease_events(
-        &self,
-        now: i64,
-        lease_ms: i64,
-        limit: usize,
-    ) -> Result<Lease<LeasedEvent>, StoreError> {
-        on!(self, b => b.lease_events(now, lease_ms, limit).await)
-    }
-
-    /// Records the attempts of one lease batch together (one statement on
-    /// PostgreSQL, one commit on SQLite); per outcome, `false` when the
-    /// event's lease was lost (another attempt recorded first).
-    pub async fn record_event_outcomes(
-        &self,
-        outcomes: Vec<EventOutcome>,
-    ) -> Result<Vec<bool>, StoreError> {
-        if outcomes.is_empty() {
-            return Ok(Vec::new());
-        }
-        on!(self, b => b.record_event_outcomes(outcomes).await)
     }
 
     /// Newest first. An unknown `kind` matches nothing.
@@ -575,17 +554,6 @@ impl Store {
         on!(self, b => b.list_events(event_type, state, limit).await)
     }
 
-    pub async fn get_event(&self, id: String) -> Result<Option<EventDetail>, StoreError> {
-        on!(self, b => b.get_event(id).await)
-    }
-
-    /// Sends an event again, with the same id. `false`: no such event.
-    pub async fn redeliver_event(&self, id: String, now: i64) -> Result<bool, StoreError> {
-        let found = on!(self, b => b.redeliver_event(id, now).await)?;
-        self.inner.events_ready.notify_one();
-        Ok(found)
-    }
-
     /// The last API call and how the merchant's endpoint answers.
     pub async fn health(&self) -> Result<Health, StoreError> {
         on!(self, b => b.health().await)
@@ -593,7 +561,9 @@ impl Store {
 
     /// Jobs by state and the outbox backlog, for `/metrics`.
     pub async fn metrics_snapshot(&self, now: i64) -> Result<MetricsSnapshot, StoreError> {
-        on!(self, b => b.metrics_snapshot(now).await)
+        let mut snapshot = on!(self, b => b.metrics_snapshot(now).await)?;
+        snapshot.destinations = self.destinations(now).await?;
+        Ok(snapshot)
     }
 
     /// Prunes what finished before `cutoff` (unix ms), a batch per

@@ -168,14 +168,18 @@ pub struct Sighting {
     pub job: NewJob,
 }
 
-/// An event leased for a delivery attempt. `attempts` is its fence: the
-/// outcome is recorded only while the event still has that many attempts.
+/// An event leased for a delivery attempt at one destination. `attempts`
+/// (that destination's) is its fence: the outcome is recorded only while
+/// its queue row still has that many attempts.
 #[derive(Debug, Clone)]
 pub struct LeasedEvent {
     pub id: String,
     pub body: String,
     pub created_at: i64,
     pub attempts: u32,
+    /// Since when this destination has tried it (queued, recovered or
+    /// sent again): the give-up clock runs from here.
+    pub queued_at: i64,
 }
 
 /// How one delivery attempt of a leased event ended.
@@ -192,4 +196,38 @@ pub enum Attempted {
 pub struct EventOutcome {
     pub event: LeasedEvent,
     pub attempted: Attempted,
+}
+
+/// What the answers of one batch say of its destination (DESIGN section
+/// 5): the store records its health with the outcomes.
+#[derive(Debug, Clone)]
+pub struct BatchHealth {
+    /// When the batch's answers came (unix ms).
+    pub now: i64,
+    /// The endpoint answered `410 Gone`: disabled at once, for this reason.
+    pub gone: Option<String>,
+    /// Disabled when every attempt has failed since this time or earlier
+    /// (unix ms), for `failing_reason`.
+    pub failing_cutoff: i64,
+    pub failing_reason: String,
+}
+
+/// What recording a batch did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// Per outcome, `false` when its lease was lost (another attempt
+    /// recorded first, or a person sent it again meanwhile).
+    pub held: Vec<bool>,
+    /// This batch disabled the destination.
+    pub disabled: bool,
+}
+
+/// What asking for a recovery did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recovery {
+    /// This many events are queued again, oldest first.
+    Queued(u64),
+    NotFound,
+    /// A disabled destination is enabled first.
+    Disabled,
 }

@@ -119,6 +119,58 @@ pub struct EventDetail {
     pub next_attempt_at: Option<String>,
     /// The exact JSON that is POSTed.
     pub body: Value,
+    /// Where it goes: each destination's own attempts and state.
+    pub destinations: Vec<EventDelivery>,
+}
+
+/// One event at one destination.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventDelivery {
+    pub destination: String,
+    pub state: &'static str,
+    pub attempts: i64,
+    pub next_attempt_at: Option<String>,
+    pub last_error: Option<String>,
+    pub delivered_at: Option<String>,
+}
+
+/// A destination as the console, the admin API, the CLI and `/metrics`
+/// see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DestinationView {
+    pub name: String,
+    /// Without credentials or query.
+    pub url: Option<String>,
+    /// `enabled` or `disabled`.
+    pub state: &'static str,
+    pub disabled_reason: Option<String>,
+    pub disabled_at: Option<String>,
+    /// Events waiting for it: pending and paused.
+    pub backlog: i64,
+    pub paused: i64,
+    /// Events it gave up (until recovered).
+    pub gave_up: i64,
+    /// When the oldest event waiting for it was decided.
+    pub oldest_event: Option<String>,
+    /// Its age in seconds at the time of reading (0 when none waits).
+    pub oldest_seconds: i64,
+    /// Every attempt has failed since then.
+    pub failing_since: Option<String>,
+    pub last_success_at: Option<String>,
+    pub recovery: Option<RecoveryView>,
+}
+
+/// The last recovery of a destination and how far it got.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecoveryView {
+    /// Events decided since then were queued again.
+    pub since: String,
+    pub asked_at: String,
+    pub queued: i64,
+    /// Of the events it covers: sent, still waiting, given up again.
+    pub delivered: i64,
+    pub waiting: i64,
+    pub gave_up: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -147,6 +199,8 @@ pub struct MetricsSnapshot {
     pub outbox_backlog: i64,
     /// Age of the oldest pending event, in ms (0 when none).
     pub outbox_oldest_ms: i64,
+    /// Each configured destination's backlog, oldest event and state.
+    pub destinations: Vec<DestinationView>,
 }
 
 /// The health the status page shows: the last API call, and how the

@@ -177,7 +177,9 @@ async fn redeliver(State(s): State<Shared>, Path(event): Path<String>) -> Result
     if !s.delivers_events {
         return Err(AdminError::Conflict {
             code: "no_fulfillment_url",
-            message: "events are only stored: set [fulfillment] url to deliver them".into(),
+            message:
+                "events are only stored: set [fulfillment] url or [[destinations]] to deliver them"
+                    .into(),
         });
     }
     let now = s.now();

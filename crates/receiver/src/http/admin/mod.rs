@@ -11,6 +11,7 @@
 //! - `POST /api/events/{id}/redeliver`
 //! - `GET  /api/fraud-reviews?state=held|confirmed|dismissed|all`
 //! - `POST /api/fraud-reviews/{id}/confirm`, `POST /api/fraud-reviews/{id}/dismiss`
+//! - `GET  /api/destinations…` (`destinations.rs`), `GET /api/event-types`
 //! - `GET  /metrics` (Prometheus text)
 //! - `GET  /` the status page; `POST /jobs/{id}/retry` its retry button
 //!
@@ -20,7 +21,9 @@
 //! method is served to a request a browser marks as cross-site.
 
 mod api;
+mod destinations;
 mod error;
+pub mod event_types;
 mod page;
 
 use std::sync::Arc;
@@ -62,7 +65,9 @@ type Shared = Arc<AdminState>;
 /// The route table.
 pub fn router(state: AdminState) -> Router {
     let state = Arc::new(state);
-    let api = api::routes().route_layer(middleware::from_fn_with_state(state.clone(), bearer_only));
+    let api = (api::routes().merge(destinations::routes()))
+        .merge(event_types::routes())
+        .route_layer(middleware::from_fn_with_state(state.clone(), bearer_only));
     let page = page::routes().route_layer(middleware::from_fn_with_state(
         state.clone(),
         bearer_or_basic,

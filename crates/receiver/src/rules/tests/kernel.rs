@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::domain::verdict::{Context, EventPolicy, Verdict};
+use crate::domain::verdict::{Context, EventPolicy, Route, Verdict};
 use crate::domain::{
     Decision, EventState, EventType, Guard, GuardFacts, MerchantOrderId, OrderFlags, Slot,
 };
@@ -30,7 +30,14 @@ fn ctx<'a>(facts: &'a GuardFacts, recorded: Option<EventType>) -> Context<'a> {
     }
 }
 
-const DELIVER: EventPolicy = EventPolicy { deliver: true };
+/// One destination that takes every event of every account.
+fn deliver() -> EventPolicy {
+    EventPolicy::new(vec![Route {
+        destination: "default".into(),
+        types: EventType::all().collect(),
+        accounts: None,
+    }])
+}
 
 fn order(released: bool, blocked: bool) -> GuardFacts {
     GuardFacts {
@@ -53,7 +60,7 @@ fn a_guard_that_does_not_hold_skips_the_decision() {
     for (guard, (released, blocked), holds) in cases {
         let facts = order(released, blocked);
         let d = decision(EventType::OrderReleased, Slot::Once, vec![guard.clone()]);
-        let v = decide(&d, &ctx(&facts, None), DELIVER);
+        let v = decide(&d, &ctx(&facts, None), &deliver());
         assert_eq!(
             matches!(v, Verdict::Record(_)),
             holds,
@@ -67,7 +74,7 @@ fn a_guard_that_does_not_hold_skips_the_decision() {
         Slot::Once,
         vec![Guard::OrderReleased(o)],
     );
-    assert_eq!(decide(&d, &ctx(&none, None), DELIVER), Verdict::Skip);
+    assert_eq!(decide(&d, &ctx(&none, None), &deliver()), Verdict::Skip);
 }
 
 #[test]
@@ -83,7 +90,10 @@ fn the_block_brake_counts_the_last_hour() {
             ..Default::default()
         };
         assert_eq!(
-            matches!(decide(&d, &ctx(&facts, None), DELIVER), Verdict::Record(_)),
+            matches!(
+                decide(&d, &ctx(&facts, None), &deliver()),
+                Verdict::Record(_)
+            ),
             records,
             "{placed} placed"
         );
@@ -95,16 +105,17 @@ fn final_states_never_change() {
     use EventType::*;
     let facts = GuardFacts::default();
     let d = decision(IntentFinished, Slot::Final, vec![]);
-    let Verdict::Record(r) = decide(&d, &ctx(&facts, None), DELIVER) else {
+    let Verdict::Record(r) = decide(&d, &ctx(&facts, None), &deliver()) else {
         panic!("a first final outcome is recorded");
     };
     assert_eq!(r.key, FINAL_KEY);
     assert_eq!(
-        decide(&d, &ctx(&facts, Some(IntentFinished)), DELIVER),
+        decide(&d, &ctx(&facts, Some(IntentFinished)), &deliver()),
         Verdict::Same
     );
     for recorded in [IntentCanceled, IntentConfirmed] {
-        let Verdict::Conflict { key, reason } = decide(&d, &ctx(&facts, Some(recorded)), DELIVER)
+        let Verdict::Conflict { key, reason } =
+            decide(&d, &ctx(&facts, Some(recorded)), &deliver())
         else {
             panic!("a different final outcome is a conflict");
         };
@@ -117,17 +128,19 @@ fn final_states_never_change() {
 fn the_event_has_a_stable_id_an_envelope_and_the_policy_state() {
     let facts = GuardFacts::default();
     let d = decision(EventType::OrderReleased, Slot::Once, vec![]);
-    let Verdict::Record(a) = decide(&d, &ctx(&facts, None), DELIVER) else {
+    let Verdict::Record(a) = decide(&d, &ctx(&facts, None), &deliver()) else {
         panic!()
     };
-    let Verdict::Record(b) = decide(&d, &ctx(&facts, None), EventPolicy { deliver: false }) else {
+    let Verdict::Record(b) = decide(&d, &ctx(&facts, None), &EventPolicy::default()) else {
         panic!()
     };
     let (a, b) = (a.event.unwrap(), b.event.unwrap());
     assert_eq!(a.id, b.id, "the same decision, the same event id");
     assert!(a.id.starts_with("evt_"));
     assert_eq!(a.state, EventState::Pending);
+    assert_eq!(a.destinations, ["default"]);
     assert_eq!(b.state, EventState::Stored);
+    assert!(b.destinations.is_empty());
     let body: serde_json::Value = serde_json::from_str(&a.body).unwrap();
     assert_eq!(body["id"], a.id.as_str());
     assert_eq!(body["type"], "order.released");
@@ -142,9 +155,52 @@ fn a_rejected_alert_is_recorded_and_never_told() {
     assert!(told(EventType::FraudAlertUnverified));
     let facts = GuardFacts::default();
     let d = decision(EventType::FraudAlertRejected, Slot::Once, vec![]);
-    let Verdict::Record(r) = decide(&d, &ctx(&facts, None), DELIVER) else {
+    let Verdict::Record(r) = decide(&d, &ctx(&facts, None), &deliver()) else {
         panic!()
     };
     assert!(r.event.is_none());
     assert_eq!(r.reason, "because");
+}
+
+#[test]
+fn an_event_is_queued_for_every_destination_that_takes_it() {
+    use EventType::*;
+    let policy = EventPolicy::new(vec![
+        Route {
+            destination: "shop".into(),
+            types: vec![OrderReleased, OrderBlocked],
+            accounts: None,
+        },
+        Route {
+            destination: "erp".into(),
+            types: vec![OrderReleased, PaymentRefunded],
+            accounts: Some(vec!["default".into()]),
+        },
+        Route {
+            destination: "other-account".into(),
+            types: EventType::all().collect(),
+            accounts: Some(vec!["north".into()]),
+        },
+    ]);
+    let facts = GuardFacts::default();
+    let queued = |event: EventType| {
+        let d = decision(event, Slot::Once, vec![]);
+        match decide(&d, &ctx(&facts, None), &policy) {
+            Verdict::Record(r) => r.event.unwrap(),
+            v => panic!("{v:?}"),
+        }
+    };
+    assert_eq!(queued(OrderReleased).destinations, ["shop", "erp"]);
+    assert_eq!(queued(OrderBlocked).destinations, ["shop"]);
+    assert_eq!(queued(PaymentRefunded).destinations, ["erp"]);
+    // Taken by none: only stored, as without any destination.
+    let nobody = queued(ChargebackUpdated);
+    assert!(nobody.destinations.is_empty());
+    assert_eq!(nobody.state, EventState::Stored);
+    // The same event id whichever destinations take it.
+    let d = decision(OrderReleased, Slot::Once, vec![]);
+    let Verdict::Record(alone) = decide(&d, &ctx(&facts, None), &deliver()) else {
+        panic!()
+    };
+    assert_eq!(alone.event.unwrap().id, queued(OrderReleased).id);
 }

@@ -14,7 +14,8 @@ use deadpool_postgres::Transaction;
 use super::prepared::prepared;
 use crate::domain::verdict::{Context, DecisionRules, Record, Verdict};
 use crate::domain::{
-    Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, Review, ReviewMark, Slot,
+    Decision, DestinationState, Effects, EventState, EventType, Guard, GuardFacts, Mark,
+    OrderFlags, Review, ReviewMark, Slot,
 };
 use crate::store::StoreError;
 
@@ -145,10 +146,22 @@ const DECIDE: &str = "WITH dec AS (
                  RETURNING 1
              )
              , ev AS (
-                 INSERT INTO events (id, account, type, subject, body, job_id, created_at, state, next_attempt_at)
-                 SELECT $5::text, $1::text, $4::text, $2::text, $8::text, $6::bigint, $7::bigint, $9::int2, $7::bigint
+                 INSERT INTO events (id, account, type, subject, body, job_id, created_at, state,
+                                     next_attempt_at, unfinished)
+                 SELECT $5::text, $1::text, $4::text, $2::text, $8::text, $6::bigint, $7::bigint, $9::int2,
+                        $7::bigint, cardinality($13::text[])
                  WHERE EXISTS (SELECT 1 FROM dec) AND $5::text IS NOT NULL
                  RETURNING id
+             )
+             -- A queue row per destination: paused where it is disabled.
+             , queued AS (
+                 INSERT INTO outbox (event_id, destination, state, next_attempt_at, created_at, queued_at)
+                 SELECT ev.id, d.name,
+                        CASE WHEN EXISTS (SELECT 1 FROM destinations x
+                                          WHERE x.name = d.name AND x.state = $15::int2)
+                             THEN $14::int2 ELSE $9::int2 END,
+                        $7::bigint, $7::bigint, $7::bigint
+                 FROM ev, unnest($13::text[]) AS d (name)
              )
              -- The decision's marks on its orders (released, at risk), in
              -- the same statement: only when it was recorded now.
@@ -198,7 +211,7 @@ async fn decide(
             recorded_final,
             facts: &facts,
         };
-        match (rules.decide)(d, &ctx, rules.events) {
+        match (rules.decide)(d, &ctx, &rules.events) {
             Verdict::Skip => {
                 tracing::debug!(job_id, subject = %d.subject, key = %d.key, "decision skipped: a guard does not hold");
                 return Ok(None);
@@ -245,9 +258,14 @@ async fn record(
     let marked = |pick: fn(&Mark) -> Option<&str>| -> Vec<&str> {
         r.marks.iter().filter_map(pick).collect()
     };
-    let (id, body, state) = match &r.event {
-        Some(e) => (Some(e.id.as_str()), Some(e.body.as_str()), Some(e.state)),
-        None => (None, None, None),
+    let (id, body, state, destinations) = match &r.event {
+        Some(e) => (
+            Some(e.id.as_str()),
+            Some(e.body.as_str()),
+            Some(e.state),
+            e.destinations.as_slice(),
+        ),
+        None => (None, None, None, &[][..]),
     };
     let row = tx
         .query_one(
@@ -271,6 +289,9 @@ async fn record(
                     _ => None,
                 }),
                 &r.reason,
+                &destinations,
+                &EventState::Paused,
+                &DestinationState::Disabled,
             ],
         )
         .await?;

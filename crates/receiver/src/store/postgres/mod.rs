@@ -5,7 +5,8 @@
 //!   commit; each is answered only after that commit (with the server's
 //!   default `synchronous_commit`, durable).
 //! - Jobs and events are leased with `FOR UPDATE SKIP LOCKED`, fenced by
-//!   their attempt count (`work.rs`).
+//!   their attempt count (`work.rs`; events, a queue per destination, in
+//!   `events.rs`; destinations' state in `destinations.rs`).
 //! - `LISTEN/NOTIFY` wakes the workers and outboxes of every instance,
 //!   sent after the commit, never inside it (`listen.rs`); polling stays
 //!   behind it.
@@ -15,7 +16,9 @@
 
 pub(super) mod copy;
 mod decisions;
+mod destinations;
 mod enums;
+mod events;
 mod listen;
 mod prepared;
 mod reads;
@@ -36,8 +39,7 @@ use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
 use super::model::{
-    EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
-    NewDelivery, Sighting,
+    FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting,
 };
 use super::views::{
     DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health, JobDetail,
@@ -270,7 +272,7 @@ impl PgStore {
 
     /// Queued events that are to be sent wake the other outboxes.
     async fn wake_outboxes(&self, emitted: &[String], rules: &DecisionRules) {
-        if rules.events.deliver && !emitted.is_empty() {
+        if rules.events.delivers() && !emitted.is_empty() {
             self.wake(Channel::Events).await;
         }
     }
@@ -379,22 +381,6 @@ impl PgStore {
         reconcile::lead(self.client().await?).await
     }
 
-    pub async fn lease_events(
-        &self,
-        now: i64,
-        lease_ms: i64,
-        limit: usize,
-    ) -> Result<Lease<LeasedEvent>, StoreError> {
-        work::lease_events(&self.client().await?, now, lease_ms, limit).await
-    }
-
-    pub async fn record_event_outcomes(
-        &self,
-        outcomes: Vec<EventOutcome>,
-    ) -> Result<Vec<bool>, StoreError> {
-        work::record_event_outcomes(&self.client().await?, &outcomes).await
-    }
-
     pub async fn list_deliveries(
         &self,
         filter: DeliveryFilter,
@@ -461,14 +447,6 @@ impl PgStore {
 
     pub async fn get_event(&self, id: String) -> Result<Option<EventDetail>, StoreError> {
         reads::get_event(&self.client().await?, &id).await
-    }
-
-    pub async fn redeliver_event(&self, id: String, now: i64) -> Result<bool, StoreError> {
-        let found = reads::redeliver_event(&self.client().await?, &id, now).await?;
-        if found {
-            self.wake(Channel::Events).await;
-        }
-        Ok(found)
     }
 
     pub async fn health(&self) -> Result<Health, StoreError> {

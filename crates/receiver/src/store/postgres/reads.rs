@@ -306,23 +306,12 @@ pub async fn get_event(c: &Client, id: &str) -> Result<Option<EventDetail>, Stor
     let pending = summary.state == EventState::Pending.as_str();
     let body: String = r.try_get(11)?;
     Ok(Some(EventDetail {
+        destinations: Vec::new(),
         job_id: r.try_get(9)?,
         next_attempt_at: if pending { ts(r.try_get(10)?) } else { None },
         body: serde_json::from_str(&body).unwrap_or(Value::Null),
         summary,
     }))
-}
-
-pub async fn redeliver_event(c: &Client, id: &str, now: i64) -> Result<bool, StoreError> {
-    let found = c
-        .execute(
-            "UPDATE events SET state = $2, next_attempt_at = $3, delivered_at = NULL, lease_until = NULL
-             WHERE id = $1",
-            &[&id, &EventState::Pending, &now],
-        )
-        .await?
-        == 1;
-    Ok(found)
 }
 
 pub async fn get_order(
@@ -435,6 +424,7 @@ pub async fn metrics_snapshot(c: &Client, now: i64) -> Result<MetricsSnapshot, S
         .await?;
     let oldest: Option<i64> = r.try_get(1)?;
     Ok(MetricsSnapshot {
+        destinations: Vec::new(),
         jobs,
         outbox_backlog: r.try_get(0)?,
         outbox_oldest_ms: oldest.map_or(0, |t| now.saturating_sub(t).max(0)),
@@ -513,11 +503,16 @@ pub async fn prune_batch(c: &mut Client, cutoff: i64, batch: usize) -> Result<Pr
             &[&cutoff, &JobState::Done, &limit],
         )
         .await? as usize;
+    // An event goes with its queue rows.
     let events = tx
-        .execute(
-            "DELETE FROM events WHERE id = ANY(ARRAY(
-                 SELECT id FROM events WHERE state IN ($1, $2, $3)
-                   AND next_attempt_at < $4 AND created_at < $4 LIMIT $5))",
+        .query_one(
+            "WITH gone AS (
+                 DELETE FROM events WHERE id = ANY(ARRAY(
+                     SELECT id FROM events WHERE state IN ($1, $2, $3)
+                       AND next_attempt_at < $4 AND created_at < $4 LIMIT $5))
+                 RETURNING id),
+             queued AS (DELETE FROM outbox WHERE event_id IN (SELECT id FROM gone))
+             SELECT count(*) FROM gone",
             &[
                 &EventState::Delivered,
                 &EventState::Dead,
@@ -526,7 +521,8 @@ pub async fn prune_batch(c: &mut Client, cutoff: i64, batch: usize) -> Result<Pr
                 &limit,
             ],
         )
-        .await? as usize;
+        .await?
+        .try_get::<_, i64>(0)? as usize;
     let fetches = tx
         .execute(
             "DELETE FROM fetches WHERE id = ANY(ARRAY(

@@ -170,6 +170,55 @@ const MIGRATIONS: &[&str] = &[
         WHERE signature_key IS NOT NULL;
     ALTER TABLE fetches ADD COLUMN body BYTEA;
     "#,
+    // 5: as SQLite's 9: a queue per destination, the destinations' state,
+    // an event's row summing its queue rows up; events of an earlier
+    // version go to `[fulfillment]`, the destination `default`.
+    r#"
+    CREATE TABLE outbox (
+        seq             BIGINT GENERATED ALWAYS AS IDENTITY,  -- the order queued
+        event_id        TEXT     NOT NULL,
+        destination     TEXT     NOT NULL,
+        state           SMALLINT NOT NULL,   -- domain::EventState
+        attempts        INTEGER  NOT NULL DEFAULT 0,
+        next_attempt_at BIGINT   NOT NULL,
+        lease_until     BIGINT,
+        last_error      TEXT,
+        delivered_at    BIGINT,
+        created_at      BIGINT   NOT NULL,
+        queued_at       BIGINT   NOT NULL,
+        PRIMARY KEY (event_id, destination)
+    );
+    CREATE INDEX outbox_due ON outbox (destination, state, next_attempt_at, seq);
+    CREATE INDEX outbox_created ON outbox (destination, created_at);
+
+    CREATE TABLE destinations (
+        name            TEXT     PRIMARY KEY,
+        url             TEXT,
+        configured      BOOLEAN  NOT NULL DEFAULT false,
+        state           SMALLINT NOT NULL,   -- domain::DestinationState
+        disabled_reason TEXT,
+        disabled_at     BIGINT,
+        failing_since   BIGINT,
+        last_success_at BIGINT,
+        recovery_since  BIGINT,
+        recovery_at     BIGINT,
+        recovery_queued BIGINT,
+        updated_at      BIGINT   NOT NULL
+    );
+
+    ALTER TABLE events ADD COLUMN unfinished INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE events ADD COLUMN gave_up INTEGER NOT NULL DEFAULT 0;
+    INSERT INTO outbox (event_id, destination, state, attempts, next_attempt_at, lease_until,
+                        last_error, delivered_at, created_at, queued_at)
+        SELECT id, 'default', state, attempts, next_attempt_at, lease_until, last_error,
+               delivered_at, created_at, created_at
+        FROM events WHERE state IN (0, 1, 2) ORDER BY seq;
+    UPDATE events SET unfinished = 1 WHERE state = 0;
+    UPDATE events SET gave_up = 1 WHERE state = 2;
+    INSERT INTO destinations (name, state, updated_at)
+        SELECT 'default', 0, coalesce(max(created_at), 0) FROM events
+        HAVING count(*) FILTER (WHERE state IN (0, 1, 2)) > 0;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1,10 +1,10 @@
-//! Ingest, jobs and the outbox on PostgreSQL: the same rules as the SQLite
-//! backend, with what several instances need on top. Jobs and events are
-//! leased with `FOR UPDATE SKIP LOCKED` and fenced by their attempt count;
+//! Ingest and jobs on PostgreSQL: the same rules as the SQLite backend,
+//! with what several instances need on top. Jobs are leased with
+//! `FOR UPDATE SKIP LOCKED` and fenced by their attempt count (events
+//! likewise, in `events.rs`);
 //! a job's finish locks the merchant orders its effects name before its
 //! decisions are written (`decisions.rs`).
 
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use deadpool_postgres::{GenericClient, Transaction};
@@ -13,12 +13,9 @@ use tokio_postgres::Row;
 use super::decisions::{self, Locked, OrderRows, upsert_orders};
 use super::prepared::{Params, prepared};
 use crate::domain::verdict::DecisionRules;
-use crate::domain::{EventState, JobState, OrderFlags};
+use crate::domain::{JobState, OrderFlags};
 use crate::store::StoreError;
-use crate::store::model::{
-    Attempted, EventOutcome, FetchRow, Finish, JobOutcome, Lease, LeasedEvent, LeasedJob,
-    NewDelivery, NewJob,
-};
+use crate::store::model::{FetchRow, Finish, JobOutcome, Lease, LeasedJob, NewDelivery, NewJob};
 
 const PENDING: i16 = JobState::Pending as i16;
 const RUNNING: i16 = JobState::Running as i16;
@@ -207,7 +204,7 @@ pub async fn lease(
 /// Reads a lease statement's rows: each is the next due time, then a row
 /// taken, or NULLs when nothing was (the one row then carries the time);
 /// `taken` reads the rest of a row, `None` for those NULLs.
-fn lease_rows<T>(
+pub(super) fn lease_rows<T>(
     rows: &[Row],
     taken: fn(&Row) -> Result<Option<T>, StoreError>,
 ) -> Result<Lease<T>, StoreError> {
@@ -415,119 +412,4 @@ pub async fn release(tx: &Transaction<'_>, job: &LeasedJob, now: i64) -> Result<
     )
     .await?;
     Ok(())
-}
-
-/// Takes up to `limit` due events for `lease_ms`. With fewer, the same
-/// statement finds when the next is due: a pending event's next attempt or
-/// the end of its lease, whichever is later, the leases taken here
-/// included (they run out at `now + lease_ms`); as for jobs, those taken
-/// are left out of the snapshot from before the update by id.
-pub async fn lease_events(
-    tx: &impl GenericClient,
-    now: i64,
-    lease_ms: i64,
-    limit: usize,
-) -> Result<Lease<LeasedEvent>, StoreError> {
-    let pending = EventState::Pending;
-    let rows = tx
-        .query(
-            &prepared(
-                tx,
-                "WITH taken AS (
-                     UPDATE events SET lease_until = $2 + $3
-                     WHERE id IN (
-                         SELECT id FROM events
-                         WHERE state = $1 AND next_attempt_at <= $2
-                           AND (lease_until IS NULL OR lease_until < $2)
-                         ORDER BY next_attempt_at LIMIT $4
-                         FOR UPDATE SKIP LOCKED)
-                     RETURNING id, body, created_at, attempts),
-                 due AS (
-                     SELECT CASE WHEN (SELECT count(*) FROM taken) < $4 THEN
-                         least(
-                             (SELECT min(greatest(next_attempt_at, coalesce(lease_until, 0)))
-                              FROM events
-                              WHERE state = $1 AND id NOT IN (SELECT id FROM taken)),
-                             (SELECT $2 + $3 FROM taken LIMIT 1))
-                     END AS next_due)
-                 SELECT due.next_due, taken.* FROM due LEFT JOIN taken ON true",
-            )
-            .await?,
-            &[&pending, &now, &lease_ms, &(limit as i64)],
-        )
-        .await?;
-    lease_rows(&rows, |r| {
-        let Some(id) = r.try_get(1)? else {
-            return Ok(None);
-        };
-        Ok(Some(LeasedEvent {
-            id,
-            body: r.try_get(2)?,
-            created_at: r.try_get(3)?,
-            attempts: r.try_get::<_, i32>(4)? as u32,
-        }))
-    })
-}
-
-/// Records the attempts of one lease batch in one statement, each fenced
-/// by its attempts; per outcome, whether the fence held.
-pub async fn record_event_outcomes(
-    tx: &impl GenericClient,
-    outcomes: &[EventOutcome],
-) -> Result<Vec<bool>, StoreError> {
-    let mut ids = Vec::with_capacity(outcomes.len());
-    let mut attempts = Vec::with_capacity(outcomes.len());
-    let mut states = Vec::with_capacity(outcomes.len());
-    let mut delivered_at = Vec::with_capacity(outcomes.len());
-    let mut errors = Vec::with_capacity(outcomes.len());
-    let mut next = Vec::with_capacity(outcomes.len());
-    for o in outcomes {
-        ids.push(o.event.id.as_str());
-        attempts.push(o.event.attempts as i32);
-        let (state, at, error, again) = match &o.attempted {
-            Attempted::Delivered { at } => (EventState::Delivered, Some(*at), None, None),
-            Attempted::Failed { error, next } => (
-                if next.is_some() {
-                    EventState::Pending
-                } else {
-                    EventState::Dead
-                },
-                None,
-                Some(error.as_str()),
-                *next,
-            ),
-        };
-        states.push(state);
-        delivered_at.push(at);
-        errors.push(error);
-        next.push(again);
-    }
-    let recorded: HashSet<String> = tx
-        .query(
-            &prepared(
-                tx,
-                "UPDATE events e SET state = u.state, attempts = e.attempts + 1,
-                 delivered_at = coalesce(u.delivered_at, e.delivered_at), last_error = u.error,
-                 next_attempt_at = coalesce(u.next, e.next_attempt_at), lease_until = NULL
-             FROM unnest($1::text[], $2::int[], $3::int2[], $4::bigint[], $5::text[], $6::bigint[])
-                 AS u (id, attempts, state, delivered_at, error, next)
-             WHERE e.id = u.id AND e.attempts = u.attempts AND e.state = $7
-             RETURNING e.id",
-            )
-            .await?,
-            &[
-                &ids,
-                &attempts,
-                &states,
-                &delivered_at,
-                &errors,
-                &next,
-                &EventState::Pending,
-            ],
-        )
-        .await?
-        .iter()
-        .map(|r| r.try_get(0))
-        .collect::<Result<_, _>>()?;
-    Ok(ids.iter().map(|id| recorded.contains(*id)).collect())
 }

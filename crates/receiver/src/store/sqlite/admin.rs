@@ -304,6 +304,7 @@ pub(super) fn get_event(conn: &Connection, id: &str) -> rusqlite::Result<Option<
             let summary = event_summary(r)?;
             let pending = summary.state == EventState::Pending.as_str();
             Ok(EventDetail {
+                destinations: Vec::new(),
                 summary,
                 job_id: r.get(9)?,
                 next_attempt_at: if pending { ts(r.get(10)?) } else { None },
@@ -312,14 +313,6 @@ pub(super) fn get_event(conn: &Connection, id: &str) -> rusqlite::Result<Option<
         },
     )
     .optional()
-}
-
-/// Sends an event again, with the same id. `false`: no such event.
-pub(super) fn redeliver_event(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<bool> {
-    Ok(conn.execute(
-        "UPDATE events SET state = ?2, next_attempt_at = ?3, delivered_at = NULL WHERE id = ?1",
-        params![id, EventState::Pending, now],
-    )? == 1)
 }
 
 /// A merchant order's state and its history. `None` when nothing is known
@@ -432,6 +425,7 @@ pub(super) fn metrics_snapshot(conn: &Connection, now: i64) -> rusqlite::Result<
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     Ok(MetricsSnapshot {
+        destinations: Vec::new(),
         jobs,
         outbox_backlog: backlog,
         outbox_oldest_ms: oldest.map_or(0, |t| (now - t).max(0)),

@@ -5,8 +5,9 @@
 //! the kernel (`DecisionRules::decide`), and writes what it answers. A
 //! decision is unique per (account, subject, key): the first job to reach
 //! it records it and queues its event; a later one finds the key taken and
-//! writes nothing. All of it inside the writer's transaction, so two jobs
-//! racing on one order cannot both pass a guard.
+//! writes nothing; an event is queued for each destination the kernel
+//! names. All of it inside the writer's transaction, so two jobs racing on
+//! one order cannot both pass a guard.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -74,7 +75,7 @@ pub(super) fn decide(
         recorded_final,
         facts: &facts,
     };
-    match (rules.decide)(d, &ctx, rules.events) {
+    match (rules.decide)(d, &ctx, &rules.events) {
         Verdict::Skip => {
             tracing::debug!(job_id, subject = %d.subject, key = %d.key, "decision skipped: a guard does not hold");
             Ok(None)
@@ -125,8 +126,9 @@ fn record(
         return Ok(None);
     };
     conn.prepare_cached(
-        "INSERT INTO events (id, account, type, subject, body, job_id, created_at, state, next_attempt_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7)",
+        "INSERT INTO events (id, account, type, subject, body, job_id, created_at, state,
+                             next_attempt_at, unfinished)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, ?9)",
     )?
     .execute(params![
         event.id,
@@ -136,8 +138,10 @@ fn record(
         event.body,
         job_id,
         now,
-        event.state
+        event.state,
+        event.destinations.len() as i64
     ])?;
+    super::events::queue(conn, &event.id, &event.destinations, now)?;
     tracing::info!(job_id, event_id = %event.id, event_type = %r.event_type, subject, "decided");
     Ok(Some(event.id))
 }

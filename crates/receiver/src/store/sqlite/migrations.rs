@@ -231,6 +231,62 @@ const MIGRATIONS: &[&str] = &[
         WHERE signature_key IS NOT NULL;
     ALTER TABLE fetches ADD COLUMN body BLOB;
     "#,
+    // 9: a queue per destination. `outbox` holds one row per event and
+    // destination it goes to, with its own attempts, state and schedule;
+    // the event's row keeps the envelope and sums its rows up (pending
+    // while `unfinished` ones wait, dead when one gave up). A destination's
+    // state (enabled or disabled, and why) is in `destinations`. Events of
+    // an earlier version were sent to `[fulfillment]`: the destination
+    // `default`.
+    r#"
+    CREATE TABLE outbox (
+        event_id        TEXT    NOT NULL,
+        destination     TEXT    NOT NULL,
+        state           INTEGER NOT NULL,   -- domain::EventState (pending, paused, delivered, dead)
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        lease_until     INTEGER,
+        last_error      TEXT,
+        delivered_at    INTEGER,
+        created_at      INTEGER NOT NULL,   -- the event's
+        queued_at       INTEGER NOT NULL,   -- since when it is tried: the give-up clock
+        UNIQUE (event_id, destination)
+    ) STRICT;   -- the rowid is the order queued: a lease takes ties in it
+    CREATE INDEX outbox_due ON outbox (destination, state, next_attempt_at);
+    CREATE INDEX outbox_created ON outbox (destination, created_at);
+
+    CREATE TABLE destinations (
+        name            TEXT    PRIMARY KEY,
+        url             TEXT,               -- as shown: no credentials, no query
+        configured      INTEGER NOT NULL DEFAULT 0,
+        state           INTEGER NOT NULL,   -- domain::DestinationState
+        disabled_reason TEXT,
+        disabled_at     INTEGER,
+        failing_since   INTEGER,            -- the first failed attempt since the last success
+        last_success_at INTEGER,
+        recovery_since  INTEGER,            -- the last recovery: events since then
+        recovery_at     INTEGER,            -- when it was asked
+        recovery_queued INTEGER,
+        updated_at      INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+
+    -- An event pruned takes its queue rows with it.
+    CREATE TRIGGER events_pruned AFTER DELETE ON events
+    BEGIN DELETE FROM outbox WHERE event_id = old.id; END;
+
+    ALTER TABLE events ADD COLUMN unfinished INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE events ADD COLUMN gave_up INTEGER NOT NULL DEFAULT 0;
+    INSERT INTO outbox (event_id, destination, state, attempts, next_attempt_at, lease_until,
+                        last_error, delivered_at, created_at, queued_at)
+        SELECT id, 'default', state, attempts, next_attempt_at, lease_until, last_error,
+               delivered_at, created_at, created_at
+        FROM events WHERE state IN (0, 1, 2) ORDER BY rowid;
+    UPDATE events SET unfinished = 1 WHERE state = 0;
+    UPDATE events SET gave_up = 1 WHERE state = 2;
+    INSERT INTO destinations (name, state, updated_at)
+        SELECT 'default', 0, coalesce(max(created_at), 0) FROM events
+        HAVING count(*) FILTER (WHERE state IN (0, 1, 2)) > 0;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -301,6 +357,61 @@ mod tests {
             ],
             "no scan of the resource's other deliveries, no sort"
         );
+    }
+
+    /// Events of a version before destinations were sent to
+    /// `[fulfillment]`: they go on at the destination `default`, pending
+    /// ones still pending, given-up ones recoverable.
+    #[test]
+    fn events_before_destinations_go_to_default() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..8] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 8).unwrap();
+        conn.execute_batch(
+            "INSERT INTO events (id, account, type, subject, body, created_at, state, attempts,
+                                 next_attempt_at, last_error)
+             VALUES ('evt_p', 'a', 'order.released', 's', '{}', 1, 0, 3, 50, 'the endpoint answered 500'),
+                    ('evt_d', 'a', 'order.released', 's', '{}', 2, 1, 1, 2, NULL),
+                    ('evt_x', 'a', 'order.released', 's', '{}', 3, 2, 9, 3, 'gone'),
+                    ('evt_s', 'a', 'order.released', 's', '{}', 4, 3, 0, 4, NULL);",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let rows: Vec<(String, String, i64, i64, i64)> = conn
+            .prepare("SELECT event_id, destination, state, attempts, next_attempt_at FROM outbox ORDER BY event_id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let d = "default".to_string();
+        assert_eq!(
+            rows,
+            [
+                ("evt_d".into(), d.clone(), 1, 1, 2),
+                ("evt_p".into(), d.clone(), 0, 3, 50),
+                ("evt_x".into(), d.clone(), 2, 9, 3),
+            ],
+            "a stored event goes nowhere"
+        );
+        let sums: Vec<(i64, i64)> = conn
+            .prepare("SELECT unfinished, gave_up FROM events ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(sums, [(0, 0), (1, 0), (0, 0), (0, 1)]);
+        let default: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM destinations WHERE name = 'default' AND state = 0",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(default, 1);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub(super) mod admin;
 pub(super) mod copy;
 mod decisions;
 mod deliveries;
+mod destinations;
 mod events;
 mod jobs;
 mod maintenance;
@@ -36,8 +37,7 @@ use tokio::sync::Notify;
 
 use super::StoreError;
 use super::model::{
-    EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
-    NewDelivery, Sighting,
+    FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting,
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
@@ -303,30 +303,6 @@ impl SqliteStore {
             .await
     }
 
-    pub async fn lease_events(
-        &self,
-        now: i64,
-        lease_ms: i64,
-        limit: usize,
-    ) -> Result<Lease<LeasedEvent>, StoreError> {
-        self.write(move |c| {
-            lease_telling_next_due(
-                c,
-                limit,
-                |c| events::lease(c, now, lease_ms, limit),
-                events::next_due,
-            )
-        })
-        .await
-    }
-
-    pub async fn record_event_outcomes(
-        &self,
-        outcomes: Vec<EventOutcome>,
-    ) -> Result<Vec<bool>, StoreError> {
-        self.write(move |c| events::record(c, &outcomes)).await
-    }
-
     pub async fn list_deliveries(
         &self,
         filter: DeliveryFilter,
@@ -389,11 +365,6 @@ impl SqliteStore {
 
     pub async fn get_event(&self, id: String) -> Result<Option<EventDetail>, StoreError> {
         self.read(move |c| admin::get_event(c, &id)).await
-    }
-
-    pub async fn redeliver_event(&self, id: String, now: i64) -> Result<bool, StoreError> {
-        self.write(move |c| admin::redeliver_event(c, &id, now))
-            .await
     }
 
     pub async fn health(&self) -> Result<Health, StoreError> {

@@ -1,0 +1,108 @@
+//! `/api/destinations`: each destination's state, backlog and oldest
+//! event; enable, disable, and recover since a time (DESIGN section 5).
+//!
+//! - `GET  /api/destinations`, `GET /api/destinations/{name}`
+//! - `POST /api/destinations/{name}/enable`
+//! - `POST /api/destinations/{name}/disable` (`{"reason": "…"}`, optional)
+//! - `POST /api/destinations/{name}/recover` with `{"since": RFC 3339}`
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use super::Shared;
+use super::error::{AdminError, Result};
+use crate::store::Recovery;
+
+pub(super) fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/api/destinations", get(list))
+        .route("/api/destinations/{name}", get(show))
+        .route("/api/destinations/{name}/enable", post(enable))
+        .route("/api/destinations/{name}/disable", post(disable))
+        .route("/api/destinations/{name}/recover", post(recover))
+}
+
+async fn list(State(s): State<Shared>) -> Result<Response> {
+    let destinations = s.store.destinations(s.now()).await?;
+    Ok(axum::Json(json!({ "destinations": destinations })).into_response())
+}
+
+async fn show(State(s): State<Shared>, Path(name): Path<String>) -> Result<Response> {
+    match s.store.destination(&name, s.now()).await? {
+        Some(d) => Ok(axum::Json(d).into_response()),
+        None => Err(unknown(&name)),
+    }
+}
+
+async fn enable(State(s): State<Shared>, Path(name): Path<String>) -> Result<Response> {
+    if !s.store.enable_destination(&name, s.now()).await? {
+        return Err(unknown(&name));
+    }
+    tracing::info!(destination = %name, by = "api", "destination enabled");
+    Ok(axum::Json(json!({"destination": name, "state": "enabled"})).into_response())
+}
+
+async fn disable(
+    State(s): State<Shared>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
+    let given = field(&body, "reason")?;
+    let reason = given.unwrap_or_else(|| "disabled by a person (admin API)".into());
+    if !s.store.disable_destination(&name, &reason, s.now()).await? {
+        return Err(unknown(&name));
+    }
+    tracing::info!(destination = %name, by = "api", "destination disabled");
+    Ok(axum::Json(json!({"destination": name, "state": "disabled"})).into_response())
+}
+
+async fn recover(
+    State(s): State<Shared>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
+    let text = field(&body, "since")?
+        .ok_or_else(|| AdminError::BadRequest("send {\"since\": \"<RFC 3339 time>\"}".into()))?;
+    let since = humantime::parse_rfc3339_weak(&text)
+        .map(crate::store::unix_ms)
+        .map_err(|_| AdminError::BadRequest(format!("since must be RFC 3339, not {text:?}")))?;
+    match s.store.recover_destination(&name, since, s.now()).await? {
+        Recovery::NotFound => Err(unknown(&name)),
+        Recovery::Disabled => Err(AdminError::Conflict {
+            code: "destination_disabled",
+            message: format!("destination {name} is disabled: enable it first"),
+        }),
+        Recovery::Queued(n) => {
+            tracing::info!(destination = %name, by = "api", since = %text, queued = n, "destination recovering");
+            Ok(
+                axum::Json(json!({"destination": name, "since": text, "queued": n}))
+                    .into_response(),
+            )
+        }
+    }
+}
+
+fn unknown(name: &str) -> AdminError {
+    AdminError::NotFound(format!(
+        "no destination {:?}",
+        pointhook_common::text::printable(name)
+    ))
+}
+
+/// A text field of a JSON object body; an empty body has none.
+fn field(body: &[u8], name: &str) -> Result<Option<String>> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|_| AdminError::BadRequest("the body must be a JSON object".into()))?;
+    match value.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(AdminError::BadRequest(format!("{name} must be a string"))),
+    }
+}
