@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 
 use libfuzzer_sys::fuzz_target;
 use pointhook::clock::ManualClock;
-use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use tokio_util::sync::CancellationToken;
 

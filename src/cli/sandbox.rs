@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use pointhook::clock::{Clock, ManualClock, SystemClock};
-use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::quirks::QuirkSet;
 use pointhook_sandbox::{AccountSpec, Sandbox, SandboxFile, SandboxSettings};
 

@@ -25,7 +25,7 @@ use pointhook::store;
 use pointhook::{App, Options};
 use pointhook_common::response;
 use pointhook_common::serve::{Handler, Limits, serve_with};
-use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use scenario::{Expect, Scenario, interpolate};
 

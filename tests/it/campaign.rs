@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pointhook::clock::SystemClock;
-use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use pointhook::clock::{Clock, ManualClock, SystemClock};
-use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

@@ -1106,7 +1106,7 @@ async fn a_change_of_mode_is_mailed_as_a_device_event() {
         1.0,
         false,
         None,
-        pointhook_sandbox::mail::MailSettings::Spool(spool.path().to_path_buf()),
+        pointhook_sandbox::MailSettings::Spool(spool.path().to_path_buf()),
     )
     .await;
     let (status, _) = answer(

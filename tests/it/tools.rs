@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use pointhook::clock::ManualClock;
 use pointhook_sandbox::AccountSpec;
-use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::MailSettings;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime};
 
 use pointhook::clock::ManualClock;
 use pointhook_sandbox::AccountSpec;
-use pointhook_sandbox::mail::MailSettings;
-use pointhook_sandbox::terminals::TERMINAL_STEP;
+use pointhook_sandbox::MailSettings;
+use pointhook_sandbox::ops::terminals::TERMINAL_STEP;
 use reqwest::Method;
 use serde_json::{Value, json};
 
