@@ -1,21 +1,23 @@
 //! The platform API for tests: the real sandbox (its resources API, with
 //! resources set in the shapes a test needs, faults injected for the next N
-//! calls, and the log of calls it received); and the merchant's endpoint.
+//! calls, and the log of calls it received), started alone or wired to a
+//! pointhook; and the merchant's endpoint.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use pointhook::clock::SystemClock;
-use pointhook_sandbox::AccountSpec;
+use pointhook::clock::{Clock, SystemClock};
 use pointhook_sandbox::faults::Fault;
+use pointhook_sandbox::{AccountSpec, MailSettings, Sandbox, SandboxSettings};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::sandbox::{RunningSandbox, start_sandbox};
+use crate::helpers::*;
 
 /// The token of the test app's default account.
-const TOKEN: &str = "tok";
+const APP_TOKEN: &str = "tok";
 
 pub struct FakeApi {
     sb: RunningSandbox,
@@ -25,7 +27,7 @@ impl FakeApi {
     pub async fn start() -> FakeApi {
         let account = AccountSpec {
             name: "default".into(),
-            token: TOKEN.into(),
+            token: APP_TOKEN.into(),
             notification_url: None,
             webhook_url: None,
             webhook_secret: None,
@@ -243,5 +245,181 @@ impl Merchant {
 
     pub async fn received(&self) -> Vec<Request> {
         self.server.received_requests().await.unwrap_or_default()
+    }
+}
+
+pub const TOKEN: &str = "TEST-sandbox-token";
+
+pub struct RunningSandbox {
+    pub url: String,
+    pub sandbox: Arc<Sandbox>,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningSandbox {
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = self.task.await;
+    }
+
+    pub async fn control(&self, path: &str, body: Value) -> (u16, Value) {
+        answer(
+            client()
+                .post(format!("{}/sandbox/{path}", self.url))
+                .bearer_auth(TOKEN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    pub async fn log(&self) -> Vec<Value> {
+        let (_, log) = answer(
+            client()
+                .get(format!("{}/sandbox/deliveries", self.url))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let mut entries = log.as_array().unwrap().clone();
+        entries.reverse(); // oldest first
+        entries
+    }
+}
+
+pub fn account(notification_url: Option<String>) -> AccountSpec {
+    AccountSpec {
+        name: "default".into(),
+        token: TOKEN.into(),
+        notification_url,
+        webhook_url: None,
+        webhook_secret: None,
+        email: None,
+        groups: None,
+        devices: Vec::new(),
+    }
+}
+
+pub async fn start_sandbox(
+    accounts: Vec<AccountSpec>,
+    clock: Arc<dyn Clock>,
+    time_scale: f64,
+    dispatch_loop: bool,
+    state: Option<std::path::PathBuf>,
+) -> RunningSandbox {
+    let mail = MailSettings::Spool(
+        std::env::temp_dir().join(format!("pointhook-mail-{}", std::process::id())),
+    );
+    start_sandbox_mailing(accounts, clock, time_scale, dispatch_loop, state, mail).await
+}
+
+pub async fn start_sandbox_mailing(
+    accounts: Vec<AccountSpec>,
+    clock: Arc<dyn Clock>,
+    time_scale: f64,
+    dispatch_loop: bool,
+    state: Option<std::path::PathBuf>,
+    mail: MailSettings,
+) -> RunningSandbox {
+    init_logs();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let sandbox = Sandbox::new(
+        SandboxSettings {
+            time_scale,
+            state,
+            accounts,
+            dispatch_loop,
+            mail,
+            resend_first_signature: false,
+        },
+        clock,
+        url.clone(),
+    )
+    .await
+    .unwrap();
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(sandbox.clone().serve(listener, shutdown.clone()));
+    RunningSandbox {
+        url,
+        sandbox,
+        shutdown,
+        task,
+    }
+}
+
+/// The sandbox and pointhook wired together on loopback: pointhook reads
+/// the sandbox's API; the sandbox notifies pointhook.
+pub async fn wired() -> (RunningSandbox, TestApp, Merchant) {
+    wired_with(|tc| tc).await
+}
+
+/// `wired`, with the app's configuration adjusted.
+pub async fn wired_with(
+    adjust: impl FnOnce(TestConfig) -> TestConfig,
+) -> (RunningSandbox, TestApp, Merchant) {
+    wired_both(|a| a, adjust).await
+}
+
+/// `wired`, with the sandbox's account and the app's configuration adjusted.
+pub async fn wired_both(
+    account_of: impl FnOnce(AccountSpec) -> AccountSpec,
+    adjust: impl FnOnce(TestConfig) -> TestConfig,
+) -> (RunningSandbox, TestApp, Merchant) {
+    let merchant = Merchant::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let notifications = format!("http://{}/notifications", listener.local_addr().unwrap());
+    let sb = start_sandbox(
+        vec![account_of(AccountSpec {
+            webhook_url: Some(notifications.clone()),
+            ..account(Some(notifications))
+        })],
+        Arc::new(SystemClock),
+        0.01,
+        true,
+        None,
+    )
+    .await;
+    let app = spawn_app_with(adjust(TestConfig {
+        worker_loop: true,
+        listener: Some(listener),
+        accounts: format!("[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n"),
+        ..TestConfig::default().api(&sb.url).extra(&merchant.config())
+    }))
+    .await;
+    (sb, app, merchant)
+}
+
+pub async fn wait_for_event(app: &TestApp, kind: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some((_, data)) = app.events().into_iter().find(|(t, _)| t == kind) {
+            return data;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {kind}: {:?}",
+            app.event_types()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub async fn wait_for_event_where(app: &TestApp, kind: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some((_, data)) = app.events().into_iter().find(|(t, d)| t == kind && ok(d)) {
+            return data;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {kind}: {:?}",
+            app.event_types()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::helpers::*;
-use crate::sandbox::{RunningSandbox, TOKEN, account, start_sandbox, start_sandbox_mailing};
+use crate::platform::{RunningSandbox, TOKEN, account, start_sandbox, start_sandbox_mailing};
 
 async fn integrator(
     sb: &RunningSandbox,

@@ -7,16 +7,15 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::{Clock, ManualClock};
-use pointhook::http::verify::{self, IdForm, SignedParts};
-use pointhook::money::Money;
+use pointhook_common::clock::{Clock, ManualClock};
+use pointhook_common::money::Money;
+use pointhook_common::signature::{self as verify, IdForm, SignedParts};
 use pointhook_sandbox::AccountSpec;
 use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::helpers::*;
-use crate::sandbox::{RunningSandbox, TOKEN, account, start_sandbox};
+use crate::support::*;
 
 const TERMINAL: &str = "PAX_A910__SMARTPOS1234567890";
 const OTHER: &str = "NEWLAND_N950__N950NCB801293324";
@@ -988,7 +987,10 @@ async fn orders_are_searched_by_creation_date_with_paging() {
 }
 
 fn fixture(name: &str) -> Value {
-    let path = format!("{}/fixtures/api/orders/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../fixtures/api/orders/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -1096,7 +1098,7 @@ async fn the_sandbox_speaks_the_documented_shapes() {
 async fn a_change_of_mode_is_mailed_as_a_device_event() {
     let spool = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(SystemTime::now()));
-    let sb = crate::sandbox::start_sandbox_mailing(
+    let sb = start_sandbox_mailing(
         vec![AccountSpec {
             email: Some("ops@shop.example".into()),
             devices: vec![TERMINAL.into()],

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 use pointhook_sandbox::AccountSpec;
 use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::ops::terminals::TERMINAL_STEP;
@@ -13,7 +13,6 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::sandbox::start_sandbox_mailing;
 
 #[tokio::test]
 async fn devices_are_listed_in_pages_and_a_mode_change_is_mailed() {
@@ -148,7 +147,7 @@ async fn intent_state(sb: &RunningSandbox, id: &Value) -> Value {
 }
 
 fn day(clock: &ManualClock) -> String {
-    use pointhook::clock::Clock;
+    use pointhook_common::clock::Clock;
     humantime::format_rfc3339(clock.now()).to_string()[..10].to_string()
 }
 

@@ -1,26 +1,23 @@
 //! The sandbox answers the calls of the official SDKs: payments captured
 //! and refunded, merchant orders created and changed, Point devices and
 //! intents on emulated terminals, with the platform's status codes and
-//! error bodies; and the Python SDK itself driving the sandbox with
-//! pointhook receiving (skipped, with one line, when the SDK is not
-//! installed; failing instead when `POINTHOOK_TEST_SDK_REQUIRED=1`).
+//! error bodies; and the official Python SDK itself driving the sandbox
+//! (skipped, with one line, when the SDK is not installed; failing instead
+//! when `POINTHOOK_TEST_SDK_REQUIRED=1`).
 
-mod end_to_end;
 mod merchant_orders;
-mod orders;
 mod point;
 mod python;
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 use pointhook_sandbox::AccountSpec;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::*;
-use crate::sandbox::{RunningSandbox, TOKEN, account, start_sandbox};
+use crate::support::*;
 
 const DEVICE: &str = "GERTEC_MP35P__8701012051267123";
 
@@ -98,7 +95,7 @@ async fn create_payment(sb: &RunningSandbox, extra: Value) -> Value {
 }
 
 fn money(v: &Value) -> String {
-    pointhook::money::Money::parse(&v.to_string())
+    pointhook_common::money::Money::parse(&v.to_string())
         .unwrap_or_else(|| panic!("not an amount: {v}"))
         .to_string()
 }

@@ -4,18 +4,16 @@
 //! once as a `platform_order.*` event.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::time::Duration;
 
 use pointhook::domain::{JobState, Kind};
 use pointhook_sandbox::AccountSpec;
 use serde_json::Value;
 
-use super::python::{run_script, sdk_python};
-use super::*;
 use crate::backends::SqlValue;
-use crate::helpers::{metric, wait_for};
-use crate::platform::Merchant;
+use crate::helpers::*;
+use crate::platform::{Merchant, RunningSandbox, TOKEN};
+use crate::runner::{run_script, script, sdk_python};
 
 /// One terminal per flow of the script, so that their presets never meet.
 const ADMIN: &str = "admin-token-for-tests";
@@ -34,7 +32,7 @@ const TERMINALS: [&str; 8] = [
 /// sending its signed webhooks to pointhook, which has the account's
 /// webhook secret and sweeps every second with a grace of three seconds.
 async fn wired() -> (RunningSandbox, TestApp, Merchant) {
-    crate::sandbox::wired_both(
+    crate::platform::wired_both(
         |a| AccountSpec {
             webhook_secret: Some(SECRET.into()),
             devices: TERMINALS.iter().map(|t| t.to_string()).collect(),
@@ -98,7 +96,7 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
         return;
     };
     let (sb, app, merchant) = wired().await;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/orders.py");
+    let script = script("orders.py");
     let env = [
         ("POINTHOOK_SANDBOX_URL", sb.url.clone()),
         ("POINTHOOK_SANDBOX_TOKEN", TOKEN.to_string()),
