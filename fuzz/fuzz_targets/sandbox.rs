@@ -87,6 +87,7 @@ fn start(rt: &tokio::runtime::Runtime) -> Running {
                 dispatch_loop: false,
                 mail: MailSettings::Spool(mail),
                 resend_first_signature: false,
+                reach: pointhook_sandbox::Reach::Loopback,
             },
             Arc::new(ManualClock::new(SystemTime::now())),
             format!("http://{addr}"),

@@ -77,6 +77,7 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
             dispatch_loop: true,
             mail: MailSettings::Spool(spool.clone()),
             resend_first_signature: false,
+            reach: pointhook_sandbox::Reach::Loopback,
         },
         Arc::new(SystemClock),
         sb_url.clone(),
@@ -134,7 +135,7 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
         );
         println!("  curl -s -X POST '{notifications}?topic=payment&id=123456789'");
         println!("  pointhook events list --config {}", config_path.display());
-        println!("  pointhook sandbox log --url {sb_url}");
+        println!("  pointhook sandbox log --url {sb_url} --token {TOKEN}");
         println!("Ctrl-C stops both.");
         shutdown.cancelled().await;
     }

@@ -118,6 +118,7 @@ pub async fn run(s: Settings) -> Report {
             dispatch_loop: false,
             mail: MailSettings::Spool(dir.path().join("mail")),
             resend_first_signature: false,
+            reach: pointhook_sandbox::Reach::Loopback,
         },
         Arc::new(SystemClock),
         api.clone(),

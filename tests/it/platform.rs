@@ -280,6 +280,7 @@ impl RunningSandbox {
         let (_, log) = answer(
             client()
                 .get(format!("{}/sandbox/deliveries", self.url))
+                .bearer_auth(TOKEN)
                 .send()
                 .await
                 .unwrap(),
@@ -336,6 +337,7 @@ pub async fn start_sandbox_mailing(
             dispatch_loop,
             mail,
             resend_first_signature: false,
+            reach: pointhook_sandbox::Reach::Loopback,
         },
         clock,
         url.clone(),

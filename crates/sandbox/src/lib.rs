@@ -34,4 +34,4 @@ pub mod settings;
 pub mod state;
 
 pub use ops::sandbox::{Sandbox, random_token};
-pub use settings::{AccountSpec, EVENT_GROUPS, MailSettings, SandboxFile, SandboxSettings};
+pub use settings::{AccountSpec, EVENT_GROUPS, MailSettings, Reach, SandboxFile, SandboxSettings};

@@ -16,6 +16,10 @@ pub const EVENT_GROUPS: &[&str] = &[
     "delivery_cancellation",
 ];
 
+/// The Point device every account starts with, beside those its settings
+/// name and the platform's virtual terminals.
+pub const FIRST_DEVICE: &str = "PAX_A910__SMARTPOS0000000001";
+
 /// One account of the emulated platform.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,6 +74,37 @@ pub struct SandboxSettings {
     /// Send retries with the first attempt's signature instead of signing
     /// each anew (to test a receiver's timestamp tolerance).
     pub resend_first_signature: bool,
+    /// Whom it may be reached by and may notify.
+    pub reach: Reach,
+}
+
+/// Whom a sandbox may be reached by and may notify. On a tester's machine
+/// it serves made-up tokens and sends notifications wherever it is told:
+/// by default only loopback talks to it and hears from it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reach {
+    /// Notification URLs must be loopback, and requests must name a
+    /// loopback host (`Host`), which a DNS-rebinding page cannot.
+    #[default]
+    Loopback,
+    /// `--public`: any notification URL, any `Host`.
+    Public,
+}
+
+impl Reach {
+    /// Whether the sandbox may send notifications to `url`.
+    pub fn may_notify(self, url: &url::Url) -> bool {
+        self == Reach::Public || url.host().is_some_and(|h| loopback_host(&h))
+    }
+}
+
+/// `localhost`, or an address of 127.0.0.0/8 or `::1`.
+pub fn loopback_host<S: AsRef<str>>(host: &url::Host<S>) -> bool {
+    match host {
+        url::Host::Domain(d) => d.as_ref().eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    }
 }
 
 /// How device e-mails leave.

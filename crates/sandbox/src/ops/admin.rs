@@ -50,6 +50,14 @@ pub async fn add_fault(sb: &Sandbox, v: &Value) -> Result<Value, HttpError> {
     Ok(v.clone())
 }
 
+/// `DELETE /sandbox/faults`: every armed fault cleared, the API's and the
+/// dropped notifications' alike.
+pub async fn clear_faults(sb: &Sandbox) -> Result<Value, HttpError> {
+    sb.faults.clear();
+    sb.db.call(dispatches::clear_drops).await?;
+    Ok(serde_json::json!({"cleared": true}))
+}
+
 /// `GET /sandbox/quirks`.
 pub async fn quirks(sb: &Sandbox) -> Result<Value, HttpError> {
     Ok(sb.db.call(quirk_effects::describe).await?)
@@ -156,9 +164,10 @@ pub async fn put_resource(
         "merchant_order" => "merchant_order",
         "chargeback" => "chargeback",
         "payment_intent" => "payment_intent",
+        "order" => "order",
         other => {
             return Err(bad(&format!(
-                "{other} is not a kind: payment, merchant_order, chargeback or payment_intent"
+                "{other} is not a kind: payment, merchant_order, chargeback, payment_intent or order"
             )));
         }
     };

@@ -50,6 +50,7 @@ impl Sandbox {
         serde_json::json!({
             "now": rfc3339(self.now()),
             "manual": self.clock.manual().is_some(),
+            "time_scale": self.time_scale,
         })
     }
 

@@ -8,9 +8,10 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::changes::{
-    MERCHANT_ORDER_IDS, PAYMENT_IDS, amount_json, announce, owned, payment_body, refresh_order,
-    save, save_payment, status_detail,
+    MERCHANT_ORDER_IDS, PAYMENT_IDS, amount_json, announce, announce_payment, owned, payment_body,
+    refresh_order, save, save_payment, status_detail, store_payment,
 };
+use super::payments::NOT_LOOPBACK;
 use super::sandbox::Sandbox;
 use super::{queue, shapes};
 use crate::error::HttpError;
@@ -34,12 +35,15 @@ fn money_field(v: &Value, name: &str) -> Result<Money, HttpError> {
         .ok_or_else(|| bad(&format!("{name} must be a positive amount")))
 }
 
-fn object_url(v: &Value) -> Result<Option<String>, HttpError> {
+fn object_url(sb: &Sandbox, v: &Value) -> Result<Option<String>, HttpError> {
     match v.get("notification_url") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(u))
             if url::Url::parse(u).is_ok_and(|x| matches!(x.scheme(), "http" | "https")) =>
         {
+            if !sb.may_notify(u) {
+                return Err(bad(NOT_LOOPBACK));
+            }
             Ok(Some(u.clone()))
         }
         Some(_) => Err(bad("notification_url must be an http or https URL")),
@@ -49,7 +53,7 @@ fn object_url(v: &Value) -> Result<Option<String>, HttpError> {
 /// `POST /sandbox/merchant_orders {"total_amount","notification_url"?,"external_reference"?}`.
 pub async fn new_order(sb: &Sandbox, account: &AccountRow, v: &Value) -> Result<Value, HttpError> {
     let total = money_field(v, "total_amount")?;
-    let url = object_url(v)?;
+    let url = object_url(sb, v)?;
     let (name, now) = (account.name.clone(), sb.now());
     let external = v.get("external_reference").cloned().unwrap_or(Value::Null);
     let order = sb
@@ -85,7 +89,7 @@ pub async fn pay_order(
     v: &Value,
 ) -> Result<Value, HttpError> {
     let amount = money_field(v, "amount")?;
-    let url = object_url(v)?;
+    let url = object_url(sb, v)?;
     let mut order = owned(sb, account, "merchant_order", order_id)
         .await?
         .ok_or_else(|| missing(&format!("no merchant order {order_id}")))?;
@@ -184,7 +188,8 @@ pub async fn preset_next_payment_status(
     Ok(v.clone())
 }
 
-/// `POST /sandbox/chargebacks {"payment_id","reason"?}`.
+/// `POST /sandbox/chargebacks {"payment_id","reason"?}`: the chargeback,
+/// and its payment `charged_back`.
 pub async fn new_chargeback(
     sb: &Sandbox,
     account: &AccountRow,
@@ -198,7 +203,13 @@ pub async fn new_chargeback(
         .ok_or_else(|| missing(&format!("no payment {payment_id}")))?;
     let (name, now) = (account.name.clone(), sb.now());
     let reason = v.get("reason").cloned().unwrap_or(json!("fraud"));
-    let cb = sb
+    // The payment is charged back from the chargeback on, as the platform
+    // shows it (status `charged_back`, `in_process` while disputed).
+    let mut charged = payment.clone();
+    charged["status"] = json!("charged_back");
+    charged["status_detail"] = json!("in_process");
+    let stored = charged.clone();
+    let (cb, order) = sb
         .db
         .call(move |tx| {
             let id = resources::next_id(tx, "chargeback", 43_589_345_900_001)?;
@@ -209,7 +220,8 @@ pub async fn new_chargeback(
                 "date_created": rfc3339(now), "date_last_updated": rfc3339(now), "live_mode": false,
             });
             resources::put(tx, "chargeback", &id.to_string(), &name, &cb, None)?;
-            Ok::<_, StateError>(cb)
+            let order = store_payment(tx, &name, &stored, now)?;
+            Ok::<_, StateError>((cb, order))
         })
         .await?;
     announce(
@@ -220,6 +232,7 @@ pub async fn new_chargeback(
         "create",
     )
     .await?;
+    announce_payment(sb, account, &charged, order).await?;
     Ok(cb)
 }
 

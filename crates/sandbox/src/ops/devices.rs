@@ -37,10 +37,30 @@ fn bad_parameter(name: &str) -> HttpError {
     )
 }
 
+/// Where a device stands: its point of sale and store, made up from its id
+/// (stably), the same in both device APIs.
+pub struct Placement {
+    pub pos_id: u64,
+    pub store_id: u64,
+    pub external_pos_id: String,
+}
+
+pub fn placement(device: &str) -> Placement {
+    let h = device
+        .bytes()
+        .fold(0u64, |h, b| (h * 31 + u64::from(b)) % 90_000_000);
+    Placement {
+        pos_id: 10_000_000 + h,
+        store_id: 20_000_000 + h,
+        external_pos_id: format!("SBXPOS{:05}", h % 100_000),
+    }
+}
+
 /// `GET /point/integration-api/devices?store_id&pos_id&limit&offset`:
-/// `{"devices":[{"id","operating_mode",…}],"paging":{"total","limit","offset"}}`.
-/// Sandbox devices belong to no store or point of sale, so a `store_id` or
-/// `pos_id` filter matches none of them.
+/// `{"devices":[{"id","operating_mode",…}],"paging":{"total","limit","offset"}}`,
+/// the account's devices in the order they came, each at its `placement`
+/// (`store_id` a number here, as this API had it; text on the Orders
+/// API's terminal list).
 pub async fn list(sb: &Sandbox, account: &AccountRow, query: &str) -> Result<Value, HttpError> {
     let q = Query::parse(query);
     let number = |name: &str, default: u64| match q.get(name) {
@@ -50,22 +70,29 @@ pub async fn list(sb: &Sandbox, account: &AccountRow, query: &str) -> Result<Val
     let limit = number("limit", PAGE)?.clamp(1, PAGE);
     let offset = number("offset", 0)?;
     // `pos_id` is documented as a number, `store_id` as text.
-    if q.get("pos_id").is_some_and(|v| v.parse::<u64>().is_err()) {
-        return Err(bad_parameter("pos_id"));
-    }
-    let filtered = q.get("store_id").is_some() || q.get("pos_id").is_some();
+    let pos = match q.get("pos_id") {
+        None => None,
+        Some(v) => Some(v.parse::<u64>().map_err(|_| bad_parameter("pos_id"))?),
+    };
+    let store = q.get("store_id").map(str::to_string);
     let name = account.name.clone();
     let all = sb.db.call(move |tx| devices::list(tx, &name)).await?;
-    let all: Vec<(String, String)> = if filtered { Vec::new() } else { all };
-    let listed: Vec<Value> = all
+    let matching: Vec<Value> = all
         .iter()
-        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
-        .take(limit as usize)
-        .map(|(id, mode)| {
-            json!({"id": id, "operating_mode": mode, "pos_id": null, "store_id": null, "external_pos_id": null})
+        .map(|(id, mode)| (id, mode, placement(id)))
+        .filter(|(_, _, p)| store.as_deref().is_none_or(|s| s == p.store_id.to_string()))
+        .filter(|(_, _, p)| pos.is_none_or(|pos| pos == p.pos_id))
+        .map(|(id, mode, p)| {
+            json!({"id": id, "operating_mode": mode, "pos_id": p.pos_id, "store_id": p.store_id, "external_pos_id": p.external_pos_id})
         })
         .collect();
-    Ok(json!({"devices": listed, "paging": {"total": all.len(), "limit": limit, "offset": offset}}))
+    let total = matching.len();
+    let listed: Vec<Value> = matching
+        .into_iter()
+        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+        .take(limit as usize)
+        .collect();
+    Ok(json!({"devices": listed, "paging": {"total": total, "limit": limit, "offset": offset}}))
 }
 
 /// `PATCH /point/integration-api/devices/{id}` `{"operating_mode":"PDV"|"STANDALONE"}`:

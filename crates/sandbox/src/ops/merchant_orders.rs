@@ -11,6 +11,7 @@ use rust_decimal::Decimal;
 use serde_json::{Map, Value, json};
 
 use super::changes::{MERCHANT_ORDER_IDS, amount_json, announce, owned, refresh_order};
+use super::payments::NOT_LOOPBACK;
 use super::sandbox::Sandbox;
 use crate::error::HttpError;
 use crate::model::AccountRow;
@@ -33,7 +34,7 @@ const PLAIN: [&str; 8] = [
 /// `POST /merchant_orders`: 201 with the order.
 pub async fn create(sb: &Sandbox, account: &AccountRow, body: &[u8]) -> Result<Value, HttpError> {
     let v = object(body)?;
-    let url = notification_url(&v)?;
+    let url = notification_url(sb, &v)?;
     let items = match v.get("items") {
         Some(Value::Array(list)) if !list.is_empty() => list.clone(),
         _ => {
@@ -89,7 +90,7 @@ pub async fn update(
     body: &[u8],
 ) -> Result<Value, HttpError> {
     let v = object(body)?;
-    let url = notification_url(&v)?;
+    let url = notification_url(sb, &v)?;
     let mut order = owned(sb, account, "merchant_order", id)
         .await?
         .ok_or_else(|| HttpError::not_found("Merchant order not found"))?;
@@ -132,12 +133,15 @@ fn object(body: &[u8]) -> Result<Map<String, Value>, HttpError> {
     }
 }
 
-fn notification_url(v: &Map<String, Value>) -> Result<Option<String>, HttpError> {
+fn notification_url(sb: &Sandbox, v: &Map<String, Value>) -> Result<Option<String>, HttpError> {
     match v.get("notification_url") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(u))
             if url::Url::parse(u).is_ok_and(|x| matches!(x.scheme(), "http" | "https")) =>
         {
+            if !sb.may_notify(u) {
+                return Err(refusal("invalid_url", NOT_LOOPBACK));
+            }
             Ok(Some(u.clone()))
         }
         Some(_) => Err(refusal("invalid_url", "invalid URL. Isn't HTTP or HTTPS.")),

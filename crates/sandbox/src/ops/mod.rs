@@ -4,18 +4,20 @@
 //! Below `routes`, above `state`; nothing here speaks SQL or HTTP routing.
 //!
 //! - `sandbox`: the `Sandbox` every operation acts on;
-//! - resources of the platform's API: `payments`, `refunds`,
+//! - resources of the platform's API: `payments`, `card_tokens`, `refunds`,
 //!   `merchant_orders`, `search`, `read`, `devices`, `terminals` (intents
 //!   on devices), `intents` (how an intent ends, the integrator), `orders`
 //!   (the Orders API);
 //! - the control API's: `control` (orders, payments, chargebacks, fraud
-//!   alerts), `admin` (faults, quirks, devices, resources, the clock);
+//!   alerts), `admin` (faults, quirks, devices, resources, the clock),
+//!   `replay` (a recorded notification sent again);
 //! - notifications: `changes` (a change and its announcement), `shapes`
 //!   (their bodies), `queue` (queued with the quirks' effects,
 //!   `quirk_effects`), `dispatch` (the attempts), `rounds` (the loop),
 //!   `mail` (device e-mails), `clock` (the manual clock).
 
 pub mod admin;
+pub mod card_tokens;
 pub mod changes;
 pub mod clock;
 pub mod control;
@@ -30,6 +32,7 @@ pub mod queue;
 pub mod quirk_effects;
 pub mod read;
 pub mod refunds;
+pub mod replay;
 pub mod rounds;
 pub mod sandbox;
 pub mod search;

@@ -1,5 +1,6 @@
 //! Payments on the resources API: `POST /v1/payments`, validated like the
-//! platform validates it and created in its final status; and
+//! platform validates it and created in its final status (the test card's
+//! holder decides it, `card_tokens`); and
 //! `PUT /v1/payments/{id}`, the changes a seller may make:
 //! `{"status":"cancelled"}` cancels one not yet approved,
 //! `{"capture":true}` (with `transaction_amount` for less than what was
@@ -8,12 +9,16 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
+use super::card_tokens;
 use super::changes::{self, PAYMENT_IDS, amount_json, owned};
 use super::sandbox::Sandbox;
 use crate::error::HttpError;
 use crate::model::AccountRow;
 use crate::state::{accounts, resources};
 use pointhook_common::money::Money;
+
+/// The sandbox's own refusal of a URL it may not notify.
+pub const NOT_LOOPBACK: &str = "notification_url must be a loopback address: the sandbox notifies nothing else unless started with --public";
 
 /// The cause the platform gives for an action its state does not allow.
 const WRONG_STATE: u32 = 2063;
@@ -80,6 +85,10 @@ pub async fn create(sb: &Sandbox, account: &AccountRow, body: &[u8]) -> Result<V
             .is_some_and(|u| matches!(u.scheme(), "http" | "https"))
     {
         causes.push((4034, "notification_url must be an http or https URL".into()));
+    } else if let Some(url) = &notification_url
+        && !sb.may_notify(url)
+    {
+        causes.push((4034, NOT_LOOPBACK.into()));
     }
     let email = v.pointer("/payer/email").and_then(Value::as_str);
     if !email.is_some_and(|e| e.contains('@') && !e.starts_with('@') && !e.ends_with('@')) {
@@ -112,8 +121,13 @@ pub async fn create(sb: &Sandbox, account: &AccountRow, body: &[u8]) -> Result<V
     let payment = sb
         .db
         .call(move |tx| {
-            let status = accounts::take_preset(tx, &name, "next_payment_status")?
-                .unwrap_or_else(|| if reserve { "authorized" } else { "approved" }.into());
+            let token = v.get("token").and_then(Value::as_str).unwrap_or_default();
+            let card = card_tokens::issued(tx, &name, token)?;
+            let (status, detail) = outcome(
+                accounts::take_preset(tx, &name, "next_payment_status")?,
+                card.as_ref(),
+                reserve,
+            );
             let id = resources::next_id(tx, "payment", PAYMENT_IDS)?;
             let mut payment = changes::payment_body(
                 id,
@@ -123,6 +137,16 @@ pub async fn create(sb: &Sandbox, account: &AccountRow, body: &[u8]) -> Result<V
                 None,
                 now,
             );
+            payment["status_detail"] = json!(detail);
+            if let Some(card) = &card {
+                payment["card"] = json!({
+                    "first_six_digits": card["first_six_digits"],
+                    "last_four_digits": card["last_four_digits"],
+                    "expiration_month": card["expiration_month"],
+                    "expiration_year": card["expiration_year"],
+                    "cardholder": card["cardholder"],
+                });
+            }
             // What the payer chose and the seller's reference, as sent.
             for field in ["external_reference", "payment_method_id", "installments"] {
                 if let Some(x) = v.get(field).filter(|x| x.is_string() || x.is_u64()) {
@@ -143,6 +167,26 @@ pub async fn create(sb: &Sandbox, account: &AccountRow, body: &[u8]) -> Result<V
     let id = payment["id"].to_string();
     changes::announce(sb, account, "payment", &id, "payment.created").await?;
     Ok(payment)
+}
+
+/// The status and detail a new payment is created in: a preset status
+/// wins; else the test name of the card's holder decides (an approval
+/// with `"capture": false` is only authorized); else it is approved (or
+/// authorized), whatever token it came with.
+fn outcome(preset: Option<String>, card: Option<&Value>, reserve: bool) -> (String, String) {
+    if let Some(status) = preset {
+        let detail = changes::status_detail(&status).to_string();
+        return (status, detail);
+    }
+    let named = card
+        .and_then(|c| c.pointer("/cardholder/name"))
+        .and_then(Value::as_str)
+        .and_then(card_tokens::outcome);
+    match named {
+        Some(("approved", _)) | None if reserve => ("authorized".into(), "pending_capture".into()),
+        Some((status, detail)) => (status.into(), detail.into()),
+        None => ("approved".into(), "accredited".into()),
+    }
 }
 
 /// `PUT /v1/payments/{id}`: a cancel or a capture.

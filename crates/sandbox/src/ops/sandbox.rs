@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 use crate::faults::Faults;
 use crate::model::AccountRow;
 use crate::quirks::QuirkSet;
-use crate::settings::{EVENT_GROUPS, MailSettings, SandboxSettings};
+use crate::settings::{EVENT_GROUPS, FIRST_DEVICE, MailSettings, Reach, SandboxSettings};
 use crate::state::{Db, accounts, devices, quirks};
 use pointhook_common::clock::Clock;
 
@@ -26,6 +26,7 @@ pub struct Sandbox {
     pub(crate) mail: MailSettings,
     pub(crate) faults: Faults,
     pub(crate) resend_first_signature: bool,
+    pub(crate) reach: Reach,
     /// Held by a round of the dispatcher loop and by a clock advance, so
     /// the two never take the same work.
     pub(crate) rounds: tokio::sync::Mutex<()>,
@@ -52,6 +53,18 @@ impl Sandbox {
                 );
             }
         }
+        for a in &settings.accounts {
+            for url in [&a.notification_url, &a.webhook_url].into_iter().flatten() {
+                let parsed = url::Url::parse(url).map_err(|e| {
+                    anyhow::anyhow!("account {:?}: {url:?} is not a URL: {e}", a.name)
+                })?;
+                anyhow::ensure!(
+                    settings.reach.may_notify(&parsed),
+                    "account {:?}: {url} is not a loopback address; the sandbox notifies loopback only unless it is public (--public)",
+                    a.name
+                );
+            }
+        }
         let db = Db::open(settings.state.as_deref())?;
         let specs = settings.accounts.clone();
         db.call(move |tx| {
@@ -73,6 +86,7 @@ impl Sandbox {
                         groups: &groups,
                     },
                 )?;
+                devices::add(tx, &a.name, FIRST_DEVICE)?;
                 for d in &a.devices {
                     devices::add(tx, &a.name, d)?;
                 }
@@ -94,6 +108,7 @@ impl Sandbox {
             mail: settings.mail,
             faults: Faults::default(),
             resend_first_signature: settings.resend_first_signature,
+            reach: settings.reach,
             rounds: tokio::sync::Mutex::new(()),
         }))
     }
@@ -134,6 +149,32 @@ impl Sandbox {
     /// Sandbox time scaled to the real duration it takes.
     pub fn scaled(&self, d: Duration) -> Duration {
         d.mul_f64(self.time_scale)
+    }
+
+    /// Whether the sandbox may send notifications to `url` (a URL it
+    /// cannot read is not one).
+    pub(crate) fn may_notify(&self, url: &str) -> bool {
+        url::Url::parse(url)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && self.reach.may_notify(&u))
+    }
+
+    /// Whether requests may name `host` (their `Host`): any when public,
+    /// else a loopback address, `localhost`, or the name the sandbox was
+    /// given for itself.
+    pub(crate) fn may_be_called(&self, host: &str) -> bool {
+        if self.reach == Reach::Public {
+            return true;
+        }
+        let ours = url::Url::parse(&self.base_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+        match url::Url::parse(&format!("http://{host}/")) {
+            Ok(u) => u.host().is_some_and(|h| {
+                crate::settings::loopback_host(&h)
+                    || ours.as_deref() == u.host_str().map(str::to_ascii_lowercase).as_deref()
+            }),
+            Err(_) => false,
+        }
     }
 
     /// Wakes the dispatcher: something was queued.

@@ -148,17 +148,3 @@ pub fn take_preset(tx: &Tx<'_>, account: &str, name: &str) -> Result<Option<Stri
         )
         .optional()?)
 }
-
-/// The account called `name`, or (without a name) the first one.
-pub fn named_or_first(tx: &Tx<'_>, name: Option<&str>) -> Result<Option<AccountRow>> {
-    Ok(tx
-        .0
-        .query_row(
-            &format!(
-                "SELECT {COLUMNS} FROM accounts WHERE ?1 IS NULL OR name = ?1 ORDER BY rowid LIMIT 1"
-            ),
-            [name],
-            row,
-        )
-        .optional()?)
-}

@@ -44,6 +44,12 @@ pub fn add_drop(tx: &Tx<'_>, topic: Option<&str>, n: u32) -> Result<()> {
     Ok(())
 }
 
+/// Disarms every drop.
+pub fn clear_drops(tx: &Tx<'_>) -> Result<()> {
+    tx.0.execute("DELETE FROM drops", [])?;
+    Ok(())
+}
+
 /// Whether an armed drop takes a notification of `topic` (it is used up).
 pub fn take_drop(tx: &Tx<'_>, topic: &str) -> Result<bool> {
     let taken = tx.0.execute(

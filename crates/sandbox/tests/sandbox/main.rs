@@ -3,8 +3,12 @@
 //! what a test says; the official SDKs driving it (`sdk`). How pointhook
 //! fares against it is pointhook's own tests' business (`tests/it`).
 
+mod cards;
+mod devices;
 mod orders;
 mod quirks;
+mod replay;
+mod safety;
 mod schedule;
 mod sdk;
 mod support;

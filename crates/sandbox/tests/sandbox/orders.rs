@@ -830,9 +830,10 @@ async fn terminals_are_listed_and_only_pdv_takes_orders() {
     let o = orders().await;
     let (status, list) = o.call("GET", "/terminals/v1/list", None, None).await;
     assert_eq!(status, 200);
+    // The account's two, after the device every account starts with.
     let terminals = list["data"]["terminals"].as_array().unwrap();
-    assert_eq!(terminals.len(), 2);
-    assert_eq!(list["paging"]["total"], 2);
+    assert_eq!(terminals.len(), 3);
+    assert_eq!(list["paging"]["total"], 3);
     assert!(terminals.iter().all(|t| t["operating_mode"] == "PDV"));
     assert!(terminals[0]["store_id"].is_string() && terminals[0]["pos_id"].is_u64());
     let (_, page) = o
@@ -879,7 +880,7 @@ async fn terminals_are_listed_and_only_pdv_takes_orders() {
     let virtual_terminal = "NEWLAND_N950__SBX0000001";
     o.create(&point(virtual_terminal, "1.00")).await;
     let (_, list) = o.call("GET", "/terminals/v1/list", None, None).await;
-    assert_eq!(list["paging"]["total"], 3);
+    assert_eq!(list["paging"]["total"], 4);
     o.sb.stop().await;
 }
 

@@ -84,6 +84,7 @@ async fn quirks_are_switched_globally_or_per_account_and_checked() {
     }
     let res = client()
         .delete(format!("{}/sandbox/quirks", sb.url))
+        .bearer_auth(TOKEN)
         .send()
         .await
         .unwrap();

@@ -468,6 +468,7 @@ async fn signatures_of_retries(resend_first: bool) -> Vec<String> {
             dispatch_loop: false,
             mail: MailSettings::Spool(std::env::temp_dir().join("pointhook-resign-mail")),
             resend_first_signature: resend_first,
+            reach: pointhook_sandbox::Reach::Loopback,
         },
         clock.clone(),
         url.clone(),
@@ -522,4 +523,68 @@ async fn signed_webhooks_are_signed_anew_at_each_attempt() {
     let first = signatures_of_retries(true).await;
     assert_eq!(first.len(), 3);
     assert!(first.iter().all(|s| *s == first[0]), "{first:?}");
+}
+
+/// `DELETE /sandbox/faults` disarms dropped notifications too: the next
+/// notification goes.
+#[tokio::test]
+async fn clearing_faults_disarms_dropped_notifications() {
+    let (sb, _clock) = on_manual_clock(vec![account(Some("http://127.0.0.1:9/n".into()))]).await;
+    let (status, _) = sb.control("faults", json!({"drop_notifications": 2})).await;
+    assert_eq!(status, 201);
+    let (status, cleared) = sb
+        .call(reqwest::Method::DELETE, "/sandbox/faults", None)
+        .await;
+    assert_eq!((status, &cleared), (200, &json!({"cleared": true})));
+    sb.control("merchant_orders", json!({"total_amount": 10}))
+        .await;
+    let log = sb.log().await;
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["state"], "pending", "sent, not dropped: {log:?}");
+    sb.stop().await;
+}
+
+/// A chargeback charges its payment back (`charged_back`, `in_process`
+/// while disputed), as the platform shows it, and announces both.
+#[tokio::test]
+async fn a_chargeback_charges_its_payment_back() {
+    let (sb, _clock) = on_manual_clock(vec![account(Some("http://127.0.0.1:9/n".into()))]).await;
+    let (_, order) = sb
+        .control("merchant_orders", json!({"total_amount": 10}))
+        .await;
+    let (_, payment) = sb
+        .control(
+            &format!("merchant_orders/{}/payments", order["id"]),
+            json!({"amount": 10}),
+        )
+        .await;
+    let (status, cb) = sb
+        .control("chargebacks", json!({"payment_id": payment["id"]}))
+        .await;
+    assert_eq!(status, 201, "{cb}");
+    let (_, now) = sb
+        .call(
+            reqwest::Method::GET,
+            &format!("/v1/payments/{}", payment["id"]),
+            None,
+        )
+        .await;
+    assert_eq!(now["status"], "charged_back");
+    assert_eq!(now["status_detail"], "in_process");
+    let (_, order) = sb
+        .call(
+            reqwest::Method::GET,
+            &format!("/merchant_orders/{}", order["id"]),
+            None,
+        )
+        .await;
+    assert_eq!(order["payments"][0]["status"], "charged_back");
+    let log = sb.log().await;
+    let topics: Vec<&str> = log.iter().map(|d| d["topic"].as_str().unwrap()).collect();
+    assert_eq!(
+        &topics[topics.len() - 3..],
+        ["chargebacks", "payment", "merchant_order"],
+        "the chargeback, then its payment's change"
+    );
+    sb.stop().await;
 }

@@ -4,8 +4,8 @@
 
 use std::sync::{Arc, Once};
 
-use pointhook_common::clock::Clock;
-use pointhook_sandbox::{AccountSpec, MailSettings, Sandbox, SandboxSettings};
+use pointhook_common::clock::{Clock, ManualClock};
+use pointhook_sandbox::{AccountSpec, MailSettings, Reach, Sandbox, SandboxSettings};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wiremock::matchers::method;
@@ -42,10 +42,32 @@ impl RunningSandbox {
         .await
     }
 
+    /// A call with the account's token.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        client()
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+    }
+
+    /// A call with the account's token and `body` as JSON.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self.request(method, path);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        answer(req.send().await.unwrap()).await
+    }
+
     pub async fn log(&self) -> Vec<Value> {
         let (_, log) = answer(
             client()
                 .get(format!("{}/sandbox/deliveries", self.url))
+                .bearer_auth(TOKEN)
                 .send()
                 .await
                 .unwrap(),
@@ -91,10 +113,7 @@ pub async fn start_sandbox_mailing(
     state: Option<std::path::PathBuf>,
     mail: MailSettings,
 ) -> RunningSandbox {
-    init_logs();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let sandbox = Sandbox::new(
+    start_with(
         SandboxSettings {
             time_scale,
             state,
@@ -102,20 +121,55 @@ pub async fn start_sandbox_mailing(
             dispatch_loop,
             mail,
             resend_first_signature: false,
+            reach: Reach::Loopback,
         },
         clock,
-        url.clone(),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// A sandbox with these settings, or why it would not start.
+pub async fn start_with(
+    settings: SandboxSettings,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<RunningSandbox> {
+    init_logs();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let sandbox = Sandbox::new(settings, clock, url.clone()).await?;
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(sandbox.clone().serve(listener, shutdown.clone()));
-    RunningSandbox {
+    Ok(RunningSandbox {
         url,
         sandbox,
         shutdown,
         task,
+    })
+}
+
+/// The settings of a sandbox on the time it is given, no dispatcher loop,
+/// loopback only.
+pub fn settings(accounts: Vec<AccountSpec>) -> SandboxSettings {
+    SandboxSettings {
+        time_scale: 1.0,
+        state: None,
+        accounts,
+        dispatch_loop: false,
+        mail: MailSettings::Spool(
+            std::env::temp_dir().join(format!("pointhook-mail-{}", std::process::id())),
+        ),
+        resend_first_signature: false,
+        reach: Reach::Loopback,
     }
+}
+
+/// A sandbox on a manual clock with no dispatcher loop: nothing is sent
+/// unless a test runs it.
+pub async fn on_manual_clock(accounts: Vec<AccountSpec>) -> (RunningSandbox, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(std::time::SystemTime::now()));
+    let sb = start_sandbox(accounts, clock.clone(), 1.0, false, None).await;
+    (sb, clock)
 }
 
 /// A receiver that answers `statuses` in turn (the last one from then on).

@@ -2,7 +2,8 @@
 //! `PATCH /terminals/v1/setup` (the operating mode), and what the emulated
 //! terminals do. A terminal is one of the account's devices (the same
 //! physical device the legacy Point API lists); `{TYPE}__SBX0000001`, the
-//! platform's virtual test terminal, becomes one on first use. Only a
+//! platform's virtual test terminal, becomes one on first use. Both APIs
+//! list the same devices, in the same order, at the same place. Only a
 //! terminal in PDV mode takes orders. The outcome it drives orders to is
 //! preset per terminal on the control API (`POST /sandbox/terminals/{id}`);
 //! by default the buyer pays.
@@ -14,6 +15,7 @@ use super::schedule::{self, Step};
 use super::{Ctx, Reply};
 use crate::error::HttpError;
 use crate::model::AccountRow;
+use crate::ops::devices::placement;
 use crate::ops::mail;
 use crate::ops::sandbox::Sandbox;
 use crate::state::{StateError, Tx, accounts, devices, mails, orders as stored};
@@ -51,16 +53,14 @@ pub(super) fn preset(tx: &Tx<'_>, account: &str, terminal: &str) -> Result<Value
         .unwrap_or_else(|| json!({"status": "processed"})))
 }
 
-/// A terminal as the list shows it; its POS and store are made up, stably.
+/// A terminal as the list shows it, where the device list shows it too.
 fn describe(id: &str, mode: &str) -> Value {
-    let h = id
-        .bytes()
-        .fold(0u64, |h, b| (h * 31 + u64::from(b)) % 90_000_000);
+    let p = placement(id);
     json!({
         "id": id,
-        "pos_id": 10_000_000 + h,
-        "store_id": (20_000_000 + h).to_string(),
-        "external_pos_id": format!("SBXPOS{:05}", h % 100_000),
+        "pos_id": p.pos_id,
+        "store_id": p.store_id.to_string(),
+        "external_pos_id": p.external_pos_id,
         "operating_mode": mode,
     })
 }
@@ -83,8 +83,7 @@ pub async fn list_terminals(sb: &Sandbox, ctx: &Ctx, query: &str) -> Result<Repl
     let store = q.get("store_id").map(str::to_string);
     let pos = q.get("pos_id").map(str::to_string);
     let name = ctx.account.name.clone();
-    let mut all = sb.db.call(move |tx| devices::list(tx, &name)).await?;
-    all.sort();
+    let all = sb.db.call(move |tx| devices::list(tx, &name)).await?;
     let matching: Vec<Value> = all
         .iter()
         .map(|(id, mode)| describe(id, mode))

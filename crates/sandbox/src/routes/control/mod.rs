@@ -4,24 +4,24 @@
 //! platform's quirks on and off, read and advance a manual clock. Errors
 //! in pointhook's shape.
 //!
-//! The account is the Bearer token's, else `?account=NAME`, else the first.
+//! Every call takes an account's Bearer token, as the resources API does;
+//! calls about resources act for that account.
 
 mod resources;
 
 use axum::Router;
-use axum::extract::{Extension, FromRequestParts, State};
+use axum::extract::{Extension, State};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use http::request::Parts;
 use http::{Method, StatusCode, Uri};
-use serde_json::json;
 
-use super::extract::{Api, JsonBody, bearer};
-use super::{Answer, Sb, json};
+use super::extract::{Api, JsonBody};
+use super::{Answer, Sb, guard, json};
 use crate::error::HttpError;
+use crate::faults::Call;
 use crate::model::AccountRow;
 use crate::ops::admin;
-use crate::state::accounts;
 use pointhook_common::query::Query;
 
 /// The control API's route table, for `Router::nest("/sandbox", …)`.
@@ -40,6 +40,10 @@ pub(super) fn routes(sb: Sb) -> Router {
         .fallback(no_endpoint)
         .method_not_allowed_fallback(no_endpoint)
         .layer(Extension(Api::Control))
+        .layer(middleware::from_fn_with_state(
+            sb.clone(),
+            guard::control_account,
+        ))
         .with_state(sb)
 }
 
@@ -51,28 +55,8 @@ async fn no_endpoint(method: Method, uri: Uri) -> Response {
     .into_response()
 }
 
-/// The account a control call acts for; 404 when there is none.
-struct Ctl(AccountRow);
-
-impl FromRequestParts<Sb> for Ctl {
-    type Rejection = HttpError;
-
-    async fn from_request_parts(parts: &mut Parts, sb: &Sb) -> Result<Self, Self::Rejection> {
-        if let Some(token) = bearer(&parts.headers)
-            && let Some(a) = sb.account_of_token(token).await?
-        {
-            return Ok(Ctl(a));
-        }
-        let name = Query::parse(parts.uri.query().unwrap_or(""))
-            .get("account")
-            .map(str::to_string);
-        sb.db
-            .call(move |tx| accounts::named_or_first(tx, name.as_deref()))
-            .await?
-            .map(Ctl)
-            .ok_or_else(|| HttpError::control(StatusCode::NOT_FOUND, "no such account"))
-    }
-}
+/// The account a control call acts for (its Bearer token's).
+type Ctl = Extension<AccountRow>;
 
 /// `GET /sandbox/deliveries?limit=N`: the delivery log, newest first.
 async fn deliveries(State(sb): State<Sb>, uri: Uri) -> Answer {
@@ -104,9 +88,11 @@ async fn clear_quirks(State(sb): State<Sb>) -> Answer {
     json(StatusCode::OK, &admin::clear_quirks(&sb).await?)
 }
 
-/// `GET /sandbox/requests`: the platform API calls received.
+/// `GET /sandbox/requests`: the platform API calls received, their
+/// credentials masked.
 async fn requests(State(sb): State<Sb>) -> Answer {
-    json(StatusCode::OK, &serde_json::to_value(sb.faults.calls())?)
+    let calls: Vec<Call> = sb.faults.calls().iter().map(Call::masked).collect();
+    json(StatusCode::OK, &serde_json::to_value(calls)?)
 }
 
 async fn add_fault(State(sb): State<Sb>, JsonBody(v): JsonBody) -> Answer {
@@ -114,6 +100,5 @@ async fn add_fault(State(sb): State<Sb>, JsonBody(v): JsonBody) -> Answer {
 }
 
 async fn clear_faults(State(sb): State<Sb>) -> Answer {
-    sb.faults.clear();
-    json(StatusCode::OK, &json!({"cleared": true}))
+    json(StatusCode::OK, &admin::clear_faults(&sb).await?)
 }

@@ -1,17 +1,18 @@
 //! The control API's routes that act on one account's resources: merchant
 //! orders and their payments and shipments, payments' statuses, presets,
 //! chargebacks, fraud alerts, devices and their presets and events,
-//! resources stored whole, payment intents, Orders API terminals.
+//! resources stored whole, payment intents, Orders API terminals, and
+//! recorded notifications sent again.
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::routing::{post, put};
 use http::StatusCode;
 
 use super::super::extract::{JsonBody, Seg};
 use super::super::{Answer, Sb, json};
 use super::Ctl;
-use crate::ops::{admin, control, devices, intents, orders};
+use crate::ops::{admin, control, devices, intents, orders, replay};
 
 pub(super) fn routes() -> Router<Sb> {
     Router::new()
@@ -36,15 +37,16 @@ pub(super) fn routes() -> Router<Sb> {
         .route("/payment_intents", post(create_intent))
         .route("/payment_intents/{id}/state", post(move_intent))
         .route("/terminals/{id}", post(set_terminal_outcome))
+        .route("/notifications", post(send_notification))
 }
 
-async fn create_order(State(sb): State<Sb>, Ctl(a): Ctl, JsonBody(v): JsonBody) -> Answer {
+async fn create_order(State(sb): State<Sb>, Extension(a): Ctl, JsonBody(v): JsonBody) -> Answer {
     json(StatusCode::CREATED, &control::new_order(&sb, &a, &v).await?)
 }
 
 async fn add_payment(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     Seg(id): Seg<String>,
     JsonBody(v): JsonBody,
 ) -> Answer {
@@ -56,7 +58,7 @@ async fn add_payment(
 
 async fn ship_order(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     Seg(id): Seg<String>,
     JsonBody(v): JsonBody,
 ) -> Answer {
@@ -68,7 +70,7 @@ async fn ship_order(
 
 async fn set_payment_status(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     Seg(id): Seg<String>,
     JsonBody(v): JsonBody,
 ) -> Answer {
@@ -78,14 +80,14 @@ async fn set_payment_status(
 
 async fn preset_next_payment_status(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     JsonBody(v): JsonBody,
 ) -> Answer {
     let preset = control::preset_next_payment_status(&sb, &a, &v).await?;
     json(StatusCode::OK, &preset)
 }
 
-async fn open_chargeback(State(sb): State<Sb>, Ctl(a): Ctl, JsonBody(v): JsonBody) -> Answer {
+async fn open_chargeback(State(sb): State<Sb>, Extension(a): Ctl, JsonBody(v): JsonBody) -> Answer {
     json(
         StatusCode::CREATED,
         &control::new_chargeback(&sb, &a, &v).await?,
@@ -94,7 +96,7 @@ async fn open_chargeback(State(sb): State<Sb>, Ctl(a): Ctl, JsonBody(v): JsonBod
 
 async fn update_chargeback(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     Seg(id): Seg<String>,
     JsonBody(v): JsonBody,
 ) -> Answer {
@@ -102,20 +104,24 @@ async fn update_chargeback(
     json(StatusCode::OK, &cb)
 }
 
-async fn send_fraud_alert(State(sb): State<Sb>, Ctl(a): Ctl, JsonBody(v): JsonBody) -> Answer {
+async fn send_fraud_alert(
+    State(sb): State<Sb>,
+    Extension(a): Ctl,
+    JsonBody(v): JsonBody,
+) -> Answer {
     json(
         StatusCode::ACCEPTED,
         &control::fraud_alert(&sb, &a, &v).await?,
     )
 }
 
-async fn add_device(State(sb): State<Sb>, Ctl(a): Ctl, JsonBody(v): JsonBody) -> Answer {
+async fn add_device(State(sb): State<Sb>, Extension(a): Ctl, JsonBody(v): JsonBody) -> Answer {
     json(StatusCode::CREATED, &admin::add_device(&sb, &a, &v).await?)
 }
 
 async fn set_device_preset(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     Seg(device): Seg<String>,
     JsonBody(v): JsonBody,
 ) -> Answer {
@@ -125,7 +131,7 @@ async fn set_device_preset(
 
 async fn clear_device_preset(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     Seg(device): Seg<String>,
 ) -> Answer {
     json(
@@ -136,7 +142,7 @@ async fn clear_device_preset(
 
 async fn device_event(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     Seg(device): Seg<String>,
     JsonBody(v): JsonBody,
 ) -> Answer {
@@ -146,7 +152,7 @@ async fn device_event(
 
 async fn put_resource(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     Seg((kind, id)): Seg<(String, String)>,
     JsonBody(v): JsonBody,
 ) -> Answer {
@@ -154,7 +160,7 @@ async fn put_resource(
     json(StatusCode::OK, &stored)
 }
 
-async fn create_intent(State(sb): State<Sb>, Ctl(a): Ctl, JsonBody(v): JsonBody) -> Answer {
+async fn create_intent(State(sb): State<Sb>, Extension(a): Ctl, JsonBody(v): JsonBody) -> Answer {
     json(
         StatusCode::CREATED,
         &intents::create_intent(&sb, &a, &v).await?,
@@ -163,7 +169,7 @@ async fn create_intent(State(sb): State<Sb>, Ctl(a): Ctl, JsonBody(v): JsonBody)
 
 async fn move_intent(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     Seg(id): Seg<String>,
     JsonBody(v): JsonBody,
 ) -> Answer {
@@ -175,10 +181,18 @@ async fn move_intent(
 
 async fn set_terminal_outcome(
     State(sb): State<Sb>,
-    Ctl(a): Ctl,
+    Extension(a): Ctl,
     Seg(id): Seg<String>,
     JsonBody(v): JsonBody,
 ) -> Answer {
     let preset = orders::set_terminal_outcome(&sb, &a, &id, &v).await?;
     json(StatusCode::OK, &preset)
+}
+
+async fn send_notification(
+    State(sb): State<Sb>,
+    Extension(a): Ctl,
+    JsonBody(v): JsonBody,
+) -> Answer {
+    json(StatusCode::ACCEPTED, &replay::send(&sb, &a, &v).await?)
 }

@@ -1,5 +1,5 @@
-//! The classic API's routes: payments (create, get, search, cancel,
-//! capture), their refunds, merchant orders, chargebacks.
+//! The classic API's routes: card tokens, payments (create, get, search,
+//! cancel, capture), their refunds, merchant orders, chargebacks.
 
 use axum::Router;
 use axum::extract::{Extension, State};
@@ -9,10 +9,12 @@ use http::{HeaderMap, StatusCode, Uri};
 use super::super::extract::{Raw, Seg};
 use super::super::{Answer, Sb, json};
 use super::Account;
-use crate::ops::{merchant_orders, payments, read, refunds, search};
+use crate::ops::{card_tokens, merchant_orders, payments, read, refunds, search};
 
 pub(super) fn routes() -> Router<Sb> {
     Router::new()
+        .route("/v1/card_tokens", post(create_card_token))
+        .route("/v1/card_tokens/{id}", get(get_card_token))
         .route("/v1/payments", post(create_payment))
         .route("/v1/payments/search", get(search_payments))
         .route("/v1/payments/{id}", get(get_payment).put(update_payment))
@@ -29,6 +31,22 @@ pub(super) fn routes() -> Router<Sb> {
         )
         .route("/v1/chargebacks/search", get(search_chargebacks))
         .route("/v1/chargebacks/{id}", get(get_chargeback))
+}
+
+async fn create_card_token(State(sb): State<Sb>, Extension(a): Account, Raw(body): Raw) -> Answer {
+    json(
+        StatusCode::CREATED,
+        &card_tokens::create(&sb, &a, &body).await?,
+    )
+}
+
+async fn get_card_token(
+    State(sb): State<Sb>,
+    Extension(a): Account,
+    Seg(id): Seg<String>,
+) -> Answer {
+    let token = read::fetch(&sb, &a, "card_token", &id, "Card Token not found").await?;
+    json(StatusCode::OK, &token)
 }
 
 async fn create_payment(State(sb): State<Sb>, Extension(a): Account, Raw(body): Raw) -> Answer {

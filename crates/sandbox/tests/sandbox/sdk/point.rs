@@ -32,27 +32,38 @@ async fn devices_are_listed_in_pages_and_a_mode_change_is_mailed() {
     )
     .await;
     let devices = "/point/integration-api/devices";
+    // The device every account starts with, then the account's own.
     let (status, all) = api(&sb, Method::GET, devices, None).await;
     assert_eq!(status, 200);
-    assert_eq!(all["paging"], json!({"total": 3, "limit": 50, "offset": 0}));
+    assert_eq!(all["paging"], json!({"total": 4, "limit": 50, "offset": 0}));
+    let d1 = &all["devices"][1];
     assert_eq!(
-        all["devices"][0],
-        json!({"id": "D-1", "operating_mode": "PDV", "pos_id": null, "store_id": null, "external_pos_id": null})
+        (&d1["id"], &d1["operating_mode"]),
+        (&json!("D-1"), &json!("PDV"))
     );
+    assert!(d1["pos_id"].is_u64() && d1["store_id"].is_u64() && d1["external_pos_id"].is_string());
     let (_, page) = api(
         &sb,
         Method::GET,
-        &format!("{devices}?limit=2&offset=2"),
+        &format!("{devices}?limit=2&offset=3"),
         None,
     )
     .await;
-    assert_eq!(page["paging"], json!({"total": 3, "limit": 2, "offset": 2}));
+    assert_eq!(page["paging"], json!({"total": 4, "limit": 2, "offset": 3}));
     assert_eq!(page["devices"].as_array().unwrap().len(), 1);
     assert_eq!(page["devices"][0]["id"], "D-3");
-    let (_, by_store) = api(&sb, Method::GET, &format!("{devices}?store_id=1"), None).await;
+    let (_, by_store) = api(
+        &sb,
+        Method::GET,
+        &format!("{devices}?store_id={}", d1["store_id"]),
+        None,
+    )
+    .await;
+    assert_eq!(by_store["devices"], json!([d1]), "one store, one device");
+    let (_, by_pos) = api(&sb, Method::GET, &format!("{devices}?pos_id=1"), None).await;
     assert_eq!(
-        by_store["paging"]["total"], 0,
-        "sandbox devices are in no store"
+        by_pos["paging"]["total"], 0,
+        "no device at that point of sale"
     );
     for bad in ["limit=x", "offset=-1", "pos_id=abc"] {
         let (status, e) = api(&sb, Method::GET, &format!("{devices}?{bad}"), None).await;
@@ -90,7 +101,7 @@ async fn devices_are_listed_in_pages_and_a_mode_change_is_mailed() {
     .await;
     assert_eq!(same["operating_mode"], "STANDALONE", "no change: no event");
     let (_, all) = api(&sb, Method::GET, devices, None).await;
-    assert_eq!(all["devices"][1]["operating_mode"], "STANDALONE");
+    assert_eq!(all["devices"][2]["operating_mode"], "STANDALONE");
     let (status, e) = api(
         &sb,
         Method::PATCH,
