@@ -1,5 +1,5 @@
 //! `pointhook sandbox`: run the emulator; `pointhook sandbox log`: print
-//! its delivery log.
+//! its delivery log; `pointhook sandbox trigger`: `trigger`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -78,6 +78,9 @@ enum ClockKind {
 
 #[derive(Debug, Subcommand)]
 enum SandboxCmd {
+    /// Run a fixture (a bundled flow by name, or a file) against a running
+    /// sandbox; --list names the bundled ones.
+    Trigger(super::trigger::TriggerArgs),
     /// Print every dispatch and its attempts.
     Log {
         /// The sandbox to ask.
@@ -97,8 +100,12 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    if let Some(SandboxCmd::Log { url, token, json }) = args.cmd {
-        return runtime.block_on(print_log(&url, &token, json));
+    match args.cmd {
+        Some(SandboxCmd::Log { url, token, json }) => {
+            return runtime.block_on(print_log(&url, &token, json));
+        }
+        Some(SandboxCmd::Trigger(t)) => return runtime.block_on(super::trigger::run(t)),
+        None => {}
     }
     let file: SandboxFile = match config {
         Some(path) => {

@@ -29,4 +29,5 @@ mod sdk_orders;
 mod signatures;
 mod store;
 mod tools;
+mod triggers;
 mod workspace;

@@ -15,7 +15,9 @@
 //!   the sandbox's clock (dispatch, emulated terminals, device e-mails);
 //! - `state`: SQLite, the only SQL.
 //!
-//! Beside them, below all three: `error` (the one `HttpError`, and its
+//! Beside them: `fixture`, a client that drives a running sandbox through
+//! a file of steps (`pointhook sandbox trigger`, the demo). Below all
+//! three: `error` (the one `HttpError`, and its
 //! rendering in the platform's or the control API's shape), `model` (the
 //! stored enums, an account, a notification), `settings`, `quirks` (the
 //! quirk settings) and `faults` (injected API faults, the call log).
@@ -26,6 +28,7 @@
 
 pub mod error;
 pub mod faults;
+pub mod fixture;
 pub mod model;
 pub mod ops;
 pub mod quirks;
