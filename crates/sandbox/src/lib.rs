@@ -37,4 +37,6 @@ pub mod settings;
 pub mod state;
 
 pub use ops::sandbox::{Sandbox, random_token};
-pub use settings::{AccountSpec, EVENT_GROUPS, MailSettings, Reach, SandboxFile, SandboxSettings};
+pub use settings::{
+    AccountSpec, EVENT_GROUPS, FIRST_DEVICE, MailSettings, Reach, SandboxFile, SandboxSettings,
+};

@@ -1,11 +1,12 @@
 //! The sandbox answers the calls of the official SDKs: payments captured
 //! and refunded, merchant orders created and changed, Point devices and
 //! intents on emulated terminals, with the platform's status codes and
-//! error bodies; and the official Python SDK itself driving the sandbox
-//! (skipped, with one line, when the SDK is not installed; failing instead
-//! when `POINTHOOK_TEST_SDK_REQUIRED=1`).
+//! error bodies; and the official Python and Node SDKs themselves driving
+//! the sandbox (skipped, with one line, when an SDK is not installed;
+//! failing instead when `POINTHOOK_TEST_SDK_REQUIRED=1`).
 
 mod merchant_orders;
+mod node;
 mod point;
 mod python;
 

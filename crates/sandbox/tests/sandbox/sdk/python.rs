@@ -74,3 +74,46 @@ async fn the_python_sdk_drives_the_sandbox() {
     }
     sb.stop().await;
 }
+
+/// The official Python SDK on a fresh sandbox (`tests/sdk/fresh.py`): a
+/// card token and a payment for each documented test cardholder name,
+/// each with its documented outcome; the device the account starts with,
+/// listed, and an intent opened on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_pays_with_test_cards_and_finds_a_device_on_a_fresh_sandbox() {
+    let Some(python) = sdk_python() else {
+        return;
+    };
+    let (sb, _clock) = crate::support::on_manual_clock(vec![account(None)]).await;
+    let env = [
+        ("POINTHOOK_SANDBOX_URL", sb.url.clone()),
+        ("POINTHOOK_SANDBOX_TOKEN", TOKEN.to_string()),
+    ];
+    let fresh = script("fresh.py");
+    let (status, stdout, stderr) = tokio::task::spawn_blocking(move || {
+        run_script(&python, &fresh, &env, Duration::from_secs(120))
+    })
+    .await
+    .unwrap();
+    assert!(
+        status.success(),
+        "the SDK script failed ({status}):\n{stderr}"
+    );
+    let summary = summary(&stdout, &stderr);
+    assert_eq!(summary["device"], pointhook_sandbox::FIRST_DEVICE);
+    assert_eq!(
+        summary["payments"].as_object().unwrap().len(),
+        8,
+        "{summary}"
+    );
+    // What the sandbox keeps agrees with what the SDK was answered.
+    let (_, fund) = sb
+        .call(
+            reqwest::Method::GET,
+            &format!("/v1/payments/{}", summary["payments"]["FUND"]),
+            None,
+        )
+        .await;
+    assert_eq!(fund["status_detail"], "cc_rejected_insufficient_amount");
+    sb.stop().await;
+}
