@@ -142,3 +142,51 @@ async fn a_testers_file_runs_and_mistakes_are_named() {
     app.stop().await;
     sb.stop().await;
 }
+
+/// The fixture docs/sandbox.md shows (seeded resources, recorded
+/// notifications, time passing) runs as written and pointhook decides
+/// what it expects.
+#[tokio::test]
+async fn the_documented_fixture_runs_as_written() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sandbox.md")).unwrap();
+    let format = doc.find("### The format").expect("the format's section");
+    let start = format + doc[format..].find("```json\n").unwrap() + "```json\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let (sb, app, merchant) = wired().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("incident.json");
+    std::fs::write(&file, &doc[start..end]).unwrap();
+    let (ok, out, err) = pointhook(
+        [
+            "sandbox",
+            "trigger",
+            file.to_str().unwrap(),
+            "--url",
+            &sb.url,
+            "--token",
+            TOKEN,
+            "--json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    )
+    .await;
+    assert!(ok, "{err}");
+    let ran: Value = serde_json::from_str(out.trim()).unwrap();
+    let expect = &ran["expect"][0];
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !received(&merchant).await.iter().any(|(kind, data)| {
+        expect["event"] == kind.as_str() && matches(expect["where"].as_object().unwrap(), data)
+    }) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never told {expect}: {:#?}",
+            received(&merchant).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.stop().await;
+    sb.stop().await;
+}
