@@ -6,11 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pointhook::clock::{Clock, SystemClock};
+use pointhook::clock::SystemClock;
+use pointhook_sandbox::AccountSpec;
 use pointhook_sandbox::faults::Fault;
-use pointhook_sandbox::{AccountSpec, MailSettings, Sandbox, SandboxSettings};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -248,111 +247,9 @@ impl Merchant {
     }
 }
 
-pub const TOKEN: &str = "TEST-sandbox-token";
-
-pub struct RunningSandbox {
-    pub url: String,
-    pub sandbox: Arc<Sandbox>,
-    shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl RunningSandbox {
-    pub async fn stop(self) {
-        self.shutdown.cancel();
-        let _ = self.task.await;
-    }
-
-    pub async fn control(&self, path: &str, body: Value) -> (u16, Value) {
-        answer(
-            client()
-                .post(format!("{}/sandbox/{path}", self.url))
-                .bearer_auth(TOKEN)
-                .json(&body)
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await
-    }
-
-    pub async fn log(&self) -> Vec<Value> {
-        let (_, log) = answer(
-            client()
-                .get(format!("{}/sandbox/deliveries", self.url))
-                .bearer_auth(TOKEN)
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await;
-        let mut entries = log.as_array().unwrap().clone();
-        entries.reverse(); // oldest first
-        entries
-    }
-}
-
-pub fn account(notification_url: Option<String>) -> AccountSpec {
-    AccountSpec {
-        name: "default".into(),
-        token: TOKEN.into(),
-        notification_url,
-        webhook_url: None,
-        webhook_secret: None,
-        email: None,
-        groups: None,
-        devices: Vec::new(),
-    }
-}
-
-pub async fn start_sandbox(
-    accounts: Vec<AccountSpec>,
-    clock: Arc<dyn Clock>,
-    time_scale: f64,
-    dispatch_loop: bool,
-    state: Option<std::path::PathBuf>,
-) -> RunningSandbox {
-    let mail = MailSettings::Spool(
-        std::env::temp_dir().join(format!("pointhook-mail-{}", std::process::id())),
-    );
-    start_sandbox_mailing(accounts, clock, time_scale, dispatch_loop, state, mail).await
-}
-
-pub async fn start_sandbox_mailing(
-    accounts: Vec<AccountSpec>,
-    clock: Arc<dyn Clock>,
-    time_scale: f64,
-    dispatch_loop: bool,
-    state: Option<std::path::PathBuf>,
-    mail: MailSettings,
-) -> RunningSandbox {
-    init_logs();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let sandbox = Sandbox::new(
-        SandboxSettings {
-            time_scale,
-            state,
-            accounts,
-            dispatch_loop,
-            mail,
-            resend_first_signature: false,
-            reach: pointhook_sandbox::Reach::Loopback,
-        },
-        clock,
-        url.clone(),
-    )
-    .await
-    .unwrap();
-    let shutdown = CancellationToken::new();
-    let task = tokio::spawn(sandbox.clone().serve(listener, shutdown.clone()));
-    RunningSandbox {
-        url,
-        sandbox,
-        shutdown,
-        task,
-    }
-}
+#[path = "../../crates/sandbox/tests/sandbox/running.rs"]
+mod running;
+pub use running::{RunningSandbox, TOKEN, account, start_sandbox, start_sandbox_mailing};
 
 /// The sandbox and pointhook wired together on loopback: pointhook reads
 /// the sandbox's API; the sandbox notifies pointhook.

@@ -8,6 +8,7 @@ mod devices;
 mod orders;
 mod quirks;
 mod replay;
+mod running;
 mod safety;
 mod schedule;
 mod sdk;
