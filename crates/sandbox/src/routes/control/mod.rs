@@ -47,10 +47,13 @@ pub(super) fn routes(sb: Sb) -> Router {
         .with_state(sb)
 }
 
+/// 404 for a path under `/sandbox` the table lacks (nested, the path it
+/// sees is the part after `/sandbox`).
 async fn no_endpoint(method: Method, uri: Uri) -> Response {
+    let rest = uri.path().trim_end_matches('/');
     HttpError::control(
         StatusCode::NOT_FOUND,
-        &format!("no control endpoint {method} /sandbox{}", uri.path()),
+        &format!("no control endpoint {method} /sandbox{rest}"),
     )
     .into_response()
 }
