@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 
 use libfuzzer_sys::fuzz_target;
 use pointhook::clock::ManualClock;
-use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use tokio_util::sync::CancellationToken;
 
@@ -87,6 +87,7 @@ fn start(rt: &tokio::runtime::Runtime) -> Running {
                 dispatch_loop: false,
                 mail: MailSettings::Spool(mail),
                 resend_first_signature: false,
+                reach: pointhook_sandbox::Reach::Loopback,
             },
             Arc::new(ManualClock::new(SystemTime::now())),
             format!("http://{addr}"),

@@ -10,8 +10,8 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use pointhook::api::wire::PlatformError;
-use pointhook_sandbox::dispatch::{FIRST_WINDOW, RETRY_OFFSETS, RETRY_WINDOW};
-use pointhook_sandbox::shapes;
+use pointhook_sandbox::ops::dispatch::{FIRST_WINDOW, RETRY_OFFSETS, RETRY_WINDOW};
+use pointhook_sandbox::ops::shapes;
 
 /// Where the API is and whose token to use.
 #[derive(Debug, Clone, Args)]

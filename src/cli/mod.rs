@@ -16,6 +16,7 @@ mod inspect;
 mod platform_orders;
 mod reconcile;
 mod sandbox;
+mod trigger;
 
 use pointhook::config::{Config, ConfigError, LogFormat};
 use pointhook::store::{self, Location, Store};

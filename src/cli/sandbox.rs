@@ -1,5 +1,5 @@
 //! `pointhook sandbox`: run the emulator; `pointhook sandbox log`: print
-//! its delivery log.
+//! its delivery log; `pointhook sandbox trigger`: `trigger`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -11,9 +11,9 @@ use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use pointhook::clock::{Clock, ManualClock, SystemClock};
-use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::quirks::QuirkSet;
-use pointhook_sandbox::{AccountSpec, Sandbox, SandboxFile, SandboxSettings};
+use pointhook_sandbox::{AccountSpec, Reach, Sandbox, SandboxFile, SandboxSettings};
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -61,8 +61,9 @@ pub struct SandboxArgs {
     /// duplicates, unsigned (each takes =false too).
     #[arg(long = "quirk", value_name = "NAME[=VALUE]")]
     quirks: Vec<String>,
-    /// Allow a listen address other than loopback (the sandbox accepts
-    /// made-up tokens and serves payments: keep it off shared networks).
+    /// Allow a listen address other than loopback, any `Host`, and
+    /// notification URLs other than loopback (the sandbox accepts made-up
+    /// tokens and serves payments: keep it off shared networks).
     #[arg(long)]
     public: bool,
 }
@@ -77,11 +78,17 @@ enum ClockKind {
 
 #[derive(Debug, Subcommand)]
 enum SandboxCmd {
+    /// Run a fixture (a bundled flow by name, or a file) against a running
+    /// sandbox; --list names the bundled ones.
+    Trigger(super::trigger::TriggerArgs),
     /// Print every dispatch and its attempts.
     Log {
         /// The sandbox to ask.
         #[arg(long, default_value = "http://127.0.0.1:8090")]
         url: String,
+        /// An account's access token (the control API takes one).
+        #[arg(long, env = "POINTHOOK_SANDBOX_TOKEN")]
+        token: String,
         /// JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -93,8 +100,12 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    if let Some(SandboxCmd::Log { url, json }) = args.cmd {
-        return runtime.block_on(print_log(&url, json));
+    match args.cmd {
+        Some(SandboxCmd::Log { url, token, json }) => {
+            return runtime.block_on(print_log(&url, &token, json));
+        }
+        Some(SandboxCmd::Trigger(t)) => return runtime.block_on(super::trigger::run(t)),
+        None => {}
     }
     let file: SandboxFile = match config {
         Some(path) => {
@@ -168,6 +179,11 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
         dispatch_loop: true,
         mail,
         resend_first_signature: args.resend_first_signature,
+        reach: if args.public {
+            Reach::Public
+        } else {
+            Reach::Loopback
+        },
     };
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
@@ -206,15 +222,23 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
     })
 }
 
-async fn print_log(url: &str, json: bool) -> anyhow::Result<()> {
+async fn print_log(url: &str, token: &str, json: bool) -> anyhow::Result<()> {
     pointhook::tls::install_default_provider();
-    let log: serde_json::Value =
-        reqwest::get(format!("{}/sandbox/deliveries", url.trim_end_matches('/')))
-            .await
-            .with_context(|| format!("cannot reach the sandbox at {url}"))?
-            .json()
-            .await
-            .context("the sandbox answered something else than its log")?;
+    let res = reqwest::Client::new()
+        .get(format!("{}/sandbox/deliveries", url.trim_end_matches('/')))
+        .bearer_auth(token)
+        .send()
+        .await
+        .with_context(|| format!("cannot reach the sandbox at {url}"))?;
+    anyhow::ensure!(
+        res.status().is_success(),
+        "the sandbox answered {} (is the token one of its accounts'?)",
+        res.status()
+    );
+    let log: serde_json::Value = res
+        .json()
+        .await
+        .context("the sandbox answered something else than its log")?;
     if json {
         println!("{}", serde_json::to_string_pretty(&log)?);
         return Ok(());

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pointhook::clock::SystemClock;
-use pointhook_sandbox::mail::MailSettings;
+use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -118,6 +118,7 @@ pub async fn run(s: Settings) -> Report {
             dispatch_loop: false,
             mail: MailSettings::Spool(dir.path().join("mail")),
             resend_first_signature: false,
+            reach: pointhook_sandbox::Reach::Loopback,
         },
         Arc::new(SystemClock),
         api.clone(),

@@ -1,6 +1,7 @@
 //! The platform API for tests: the real sandbox (its resources API, with
 //! resources set in the shapes a test needs, faults injected for the next N
-//! calls, and the log of calls it received); and the merchant's endpoint.
+//! calls, and the log of calls it received), started alone or wired to a
+//! pointhook; and the merchant's endpoint.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,10 +13,10 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::sandbox::{RunningSandbox, start_sandbox};
+use crate::helpers::*;
 
 /// The token of the test app's default account.
-const TOKEN: &str = "tok";
+const APP_TOKEN: &str = "tok";
 
 pub struct FakeApi {
     sb: RunningSandbox,
@@ -25,7 +26,7 @@ impl FakeApi {
     pub async fn start() -> FakeApi {
         let account = AccountSpec {
             name: "default".into(),
-            token: TOKEN.into(),
+            token: APP_TOKEN.into(),
             notification_url: None,
             webhook_url: None,
             webhook_secret: None,
@@ -243,5 +244,81 @@ impl Merchant {
 
     pub async fn received(&self) -> Vec<Request> {
         self.server.received_requests().await.unwrap_or_default()
+    }
+}
+
+#[path = "../../crates/sandbox/tests/sandbox/running.rs"]
+mod running;
+pub use running::{RunningSandbox, TOKEN, account, start_sandbox, start_sandbox_mailing};
+
+/// The sandbox and pointhook wired together on loopback: pointhook reads
+/// the sandbox's API; the sandbox notifies pointhook.
+pub async fn wired() -> (RunningSandbox, TestApp, Merchant) {
+    wired_with(|tc| tc).await
+}
+
+/// `wired`, with the app's configuration adjusted.
+pub async fn wired_with(
+    adjust: impl FnOnce(TestConfig) -> TestConfig,
+) -> (RunningSandbox, TestApp, Merchant) {
+    wired_both(|a| a, adjust).await
+}
+
+/// `wired`, with the sandbox's account and the app's configuration adjusted.
+pub async fn wired_both(
+    account_of: impl FnOnce(AccountSpec) -> AccountSpec,
+    adjust: impl FnOnce(TestConfig) -> TestConfig,
+) -> (RunningSandbox, TestApp, Merchant) {
+    let merchant = Merchant::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let notifications = format!("http://{}/notifications", listener.local_addr().unwrap());
+    let sb = start_sandbox(
+        vec![account_of(AccountSpec {
+            webhook_url: Some(notifications.clone()),
+            ..account(Some(notifications))
+        })],
+        Arc::new(SystemClock),
+        0.01,
+        true,
+        None,
+    )
+    .await;
+    let app = spawn_app_with(adjust(TestConfig {
+        worker_loop: true,
+        listener: Some(listener),
+        accounts: format!("[[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n"),
+        ..TestConfig::default().api(&sb.url).extra(&merchant.config())
+    }))
+    .await;
+    (sb, app, merchant)
+}
+
+pub async fn wait_for_event(app: &TestApp, kind: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some((_, data)) = app.events().into_iter().find(|(t, _)| t == kind) {
+            return data;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {kind}: {:?}",
+            app.event_types()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub async fn wait_for_event_where(app: &TestApp, kind: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some((_, data)) = app.events().into_iter().find(|(t, d)| t == kind && ok(d)) {
+            return data;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {kind}: {:?}",
+            app.event_types()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

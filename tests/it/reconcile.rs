@@ -14,9 +14,9 @@ use crate::helpers::{
     TestApp, TestConfig, cli, cli_async, client, metric, spawn_app_with, wait_for,
 };
 use crate::platform::Merchant;
-use crate::sandbox::{RunningSandbox, account, start_sandbox, wired_with};
+use crate::platform::{RunningSandbox, account, start_sandbox, wired_with};
 
-use crate::sandbox::TOKEN;
+use crate::platform::TOKEN;
 const ADMIN: &str = "admin-token-for-tests";
 
 /// The sandbox notifying pointhook, whose sweeper passes every second and

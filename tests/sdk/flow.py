@@ -1,13 +1,8 @@
 """Drives the pointhook sandbox through the official Python SDK (PyPI
 `mercadopago`), the way a shop's or a point of sale's software would, and
-checks every answer. Run by `tests/it/sandbox_sdk.rs`, which starts the
-sandbox and pointhook and then checks what pointhook told the merchant.
-
-The SDK has no setting for its API base URL (`Config.api_base_url` is a
-read-only property over a private class attribute), so the SDK is given,
-through its documented `http_client` parameter, an `HttpClient` subclass
-that sends each request to the sandbox instead of https://api.mercadopago.com.
-Nothing else of the SDK is changed.
+checks every answer. Run by `crates/sandbox/tests/sandbox/sdk/python.rs`,
+which starts the sandbox and then checks what it sent. The SDK is pointed
+at the sandbox by `sandbox_sdk.py`.
 
 Environment: POINTHOOK_SANDBOX_URL, POINTHOOK_SANDBOX_TOKEN,
 POINTHOOK_SANDBOX_SECRET (the account's webhook secret),
@@ -25,30 +20,14 @@ import time
 import urllib.parse
 import uuid
 
-import mercadopago
 from mercadopago.config import RequestOptions
-from mercadopago.http import HttpClient
 from mercadopago.webhook import (
     InvalidWebhookSignatureError,
     WebhookSignatureValidator,
 )
 
-PLATFORM = "https://api.mercadopago.com"
-
-
-class SandboxHttpClient(HttpClient):
-    """The SDK's own client, pointed at the sandbox."""
-
-    def __init__(self, base):
-        self.base = base.rstrip("/")
-
-    def request(self, method, url, maxretries=None, retry_on=None,
-                backoff_factor=None, **kwargs):
-        if not url.startswith(PLATFORM):
-            raise AssertionError(f"the SDK called {url}, outside the platform")
-        return super().request(method, self.base + url[len(PLATFORM):],
-                               maxretries=maxretries, retry_on=retry_on,
-                               backoff_factor=backoff_factor, **kwargs)
+from sandbox_sdk import check, expect, wait_for
+from sandbox_sdk import sdk as sandbox_sdk
 
 
 class Hooks(http.server.BaseHTTPRequestHandler):
@@ -67,33 +46,14 @@ class Hooks(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
-
-def expect(result, status, what):
-    check(result["status"] == status,
-          f"{what}: expected {status}, got {result['status']} {result['response']}")
-    return result["response"]
-
-
-def wait_for(what, probe, seconds=30.0):
-    deadline = time.monotonic() + seconds
-    while True:
-        value = probe()
-        if value:
-            return value
-        check(time.monotonic() < deadline, f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def main():
     base = os.environ["POINTHOOK_SANDBOX_URL"]
     secret = os.environ["POINTHOOK_SANDBOX_SECRET"]
     device = os.environ["POINTHOOK_SANDBOX_DEVICE"]
-    sdk = mercadopago.SDK(os.environ["POINTHOOK_SANDBOX_TOKEN"],
-                          http_client=SandboxHttpClient(base))
+    sdk = sandbox_sdk(base, os.environ["POINTHOOK_SANDBOX_TOKEN"])
     run = uuid.uuid4().hex[:8]
 
     hooks = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hooks)

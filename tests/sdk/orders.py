@@ -1,13 +1,11 @@
 """Drives the sandbox's Orders API through the official Python SDK (PyPI
 `mercadopago`, its `order()` methods: create, get, search, cancel, refund),
 the way a point of sale's software would, and checks every answer. Run by
-`tests/it/sandbox_sdk/orders.rs`, which starts the sandbox and pointhook
-and then checks what pointhook told the merchant about each order.
+`tests/it/sdk_orders.rs`, which starts the sandbox and pointhook and then
+checks what pointhook told the merchant about each order.
 
-The SDK is pointed at the sandbox as in `flow.py`: an `HttpClient`
-subclass, given through the SDK's `http_client` parameter, sends each
-request to the sandbox instead of https://api.mercadopago.com. The
-terminals' outcomes and the dropped notification are set on the sandbox's
+The SDK is pointed at the sandbox by `sandbox_sdk.py`. The terminals'
+outcomes and the dropped notification are set on the sandbox's
 control API (`/sandbox/…`), which is no part of the platform, with plain
 HTTP.
 
@@ -28,37 +26,12 @@ import time
 import urllib.request
 import uuid
 
-import mercadopago
 from mercadopago.config import RequestOptions
-from mercadopago.http import HttpClient
-
-PLATFORM = "https://api.mercadopago.com"
-
-
-class SandboxHttpClient(HttpClient):
-    """The SDK's own client, pointed at the sandbox."""
-
-    def __init__(self, base):
-        self.base = base.rstrip("/")
-
-    def request(self, method, url, maxretries=None, retry_on=None,
-                backoff_factor=None, **kwargs):
-        if not url.startswith(PLATFORM):
-            raise AssertionError(f"the SDK called {url}, outside the platform")
-        return super().request(method, self.base + url[len(PLATFORM):],
-                               maxretries=maxretries, retry_on=retry_on,
-                               backoff_factor=backoff_factor, **kwargs)
+from sandbox_sdk import check, expect
+from sandbox_sdk import sdk as sandbox_sdk
 
 
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
-
-def expect(result, status, what):
-    check(result["status"] == status,
-          f"{what}: expected {status}, got {result['status']} {result['response']}")
-    return result["response"]
 
 
 def refused(result, status, error, what):
@@ -82,8 +55,7 @@ class Run:
         self.token = os.environ["POINTHOOK_SANDBOX_TOKEN"]
         self.terminals = os.environ["POINTHOOK_SANDBOX_TERMINALS"].split(",")
         check(len(self.terminals) == 8, "eight terminals")
-        self.sdk = mercadopago.SDK(self.token,
-                                   http_client=SandboxHttpClient(self.base))
+        self.sdk = sandbox_sdk(self.base, self.token)
         self.orders = self.sdk.order()
         self.run = uuid.uuid4().hex[:8]
         self.made = []

@@ -1,6 +1,7 @@
 //! Fault injection for testers: the next N calls to a path answer a given
 //! status (with `Retry-After`), or answer late; and the log of every call to
-//! the resources API. Kept in memory: they are about this run.
+//! the resources API (shown with its credentials masked). Kept in memory:
+//! they are about this run.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -38,6 +39,52 @@ pub struct Call {
     pub authorization: Option<String>,
     pub idempotency_key: Option<String>,
     pub body: String,
+}
+
+/// Body fields that are secrets: a card's number and security code.
+const SECRET_FIELDS: [&str; 2] = ["card_number", "security_code"];
+
+impl Call {
+    /// The call as `GET /sandbox/requests` shows it: the credential's
+    /// scheme without the credential, a card's number and security code
+    /// replaced by `***`.
+    pub fn masked(&self) -> Call {
+        let authorization = self
+            .authorization
+            .as_ref()
+            .map(|a| match a.split_once(' ') {
+                Some((scheme, _)) => format!("{scheme} ***"),
+                None => "***".to_string(),
+            });
+        let body = match serde_json::from_str::<serde_json::Value>(&self.body) {
+            Ok(mut v) => {
+                mask(&mut v);
+                v.to_string()
+            }
+            Err(_) => self.body.clone(),
+        };
+        Call {
+            authorization,
+            body,
+            ..self.clone()
+        }
+    }
+}
+
+fn mask(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(fields) => {
+            for (k, x) in fields.iter_mut() {
+                if SECRET_FIELDS.contains(&k.as_str()) {
+                    *x = serde_json::Value::from("***");
+                } else {
+                    mask(x);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(mask),
+        _ => {}
+    }
 }
 
 #[derive(Default)]

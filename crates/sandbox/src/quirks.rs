@@ -1,17 +1,10 @@
-//! The platform's quirks, on demand: each off by default, set for every
-//! account or for one (`POST /sandbox/quirks`, `--quirk NAME[=VALUE]`).
-//! This module owns the settings (a table, cleared at each start: they are
-//! about this run) and what each quirk does to a notification as it is
-//! queued (`apply`). The 404s of eventual consistency are answered where
-//! resources are read (`hidden`); the IPN/webhook twins are made where a
-//! change is announced (`changes::announce`).
+//! The platform's quirks as settings: each off by default, set for every
+//! account or for one (`POST /sandbox/quirks`, `--quirk NAME[=VALUE]`),
+//! and what is in force for an account. What each does to a notification
+//! is `ops::quirk_effects`; the settings live in the state (`state::quirks`),
+//! cleared at each start: they are about one run.
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
-
-use super::db::DispatchState;
-use super::dispatch::Form;
-use super::shapes::{self, Outgoing};
 
 /// How long an out-of-order notification is held (sandbox time, not
 /// scaled: a sandbox choice, not a platform timing).
@@ -110,7 +103,8 @@ pub struct Quirks {
 }
 
 impl Quirks {
-    fn from_sets(global: QuirkSet, account: QuirkSet) -> Quirks {
+    /// What holds for an account: its own settings over the global ones.
+    pub fn from_sets(global: QuirkSet, account: QuirkSet) -> Quirks {
         let s = global.patched(account);
         Quirks {
             eventual_consistency_ms: s.eventual_consistency_ms.unwrap_or(0),
@@ -120,208 +114,6 @@ impl Quirks {
             unsigned: s.unsigned.unwrap_or(false),
         }
     }
-}
-
-/// The scope of the settings that hold for every account.
-const GLOBAL: &str = "";
-
-fn stored(conn: &Connection, scope: &str) -> rusqlite::Result<QuirkSet> {
-    let text: Option<String> = conn
-        .query_row(
-            "SELECT settings FROM quirks WHERE scope = ?1",
-            [scope],
-            |r| r.get(0),
-        )
-        .optional()?;
-    Ok(text
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default())
-}
-
-/// Adds `patch` to the settings of `account` (every account: `None`).
-pub fn set(conn: &Connection, account: Option<&str>, patch: QuirkSet) -> rusqlite::Result<()> {
-    let scope = account.unwrap_or(GLOBAL);
-    let merged = stored(conn, scope)?.patched(patch);
-    let text = serde_json::to_string(&merged).unwrap_or_else(|_| "{}".into());
-    conn.execute(
-        "INSERT INTO quirks (scope, settings) VALUES (?1, ?2)
-         ON CONFLICT (scope) DO UPDATE SET settings = excluded.settings",
-        params![scope, text],
-    )?;
-    Ok(())
-}
-
-/// Every quirk off, everywhere.
-pub fn clear(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute("DELETE FROM quirks", [])?;
-    Ok(())
-}
-
-/// The quirks in force for `account`.
-pub fn effective(conn: &Connection, account: &str) -> rusqlite::Result<Quirks> {
-    Ok(Quirks::from_sets(
-        stored(conn, GLOBAL)?,
-        stored(conn, account)?,
-    ))
-}
-
-/// `GET /sandbox/quirks`: the global settings, each account's own, and
-/// what is in force for each account.
-pub fn describe(conn: &Connection) -> rusqlite::Result<serde_json::Value> {
-    let global = stored(conn, GLOBAL)?;
-    let names: Vec<String> = conn
-        .prepare("SELECT name FROM accounts ORDER BY name")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut accounts = serde_json::Map::new();
-    let mut in_force = serde_json::Map::new();
-    for name in names {
-        let own = stored(conn, &name)?;
-        if own != QuirkSet::default() {
-            accounts.insert(name.clone(), serde_json::to_value(own).unwrap_or_default());
-        }
-        in_force.insert(
-            name,
-            serde_json::to_value(Quirks::from_sets(global, own)).unwrap_or_default(),
-        );
-    }
-    Ok(serde_json::json!({
-        "global": Quirks::from_sets(global, QuirkSet::default()),
-        "accounts": accounts,
-        "effective": in_force,
-    }))
-}
-
-/// The resource a notification's topic names, as `hidden` keys it.
-fn resource_kind(topic: &str) -> Option<&'static str> {
-    match topic {
-        "payment" => Some("payment"),
-        "merchant_order" | "topic_merchant_order_wh" => Some("merchant_order"),
-        "chargebacks" | "topic_chargebacks_wh" => Some("chargeback"),
-        "point_integration_ipn" | "point_integration_wh" | "payment_intent" => {
-            Some("payment_intent")
-        }
-        "order" => Some("order"),
-        // A fraud alert changes nothing it names.
-        _ => None,
-    }
-}
-
-/// Whether eventual consistency hides the resource at `now`.
-pub fn hidden(conn: &Connection, kind: &str, id: &str, now: i64) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT count(*) > 0 FROM unseen WHERE kind = ?1 AND id = ?2 AND until > ?3",
-        params![kind, id, now],
-        |r| r.get(0),
-    )
-}
-
-/// What the quirks do to `out` before it is queued: the signature left off
-/// (unsigned) and the resource hidden for a while (eventual consistency).
-pub fn before_queue(
-    conn: &Connection,
-    q: &Quirks,
-    out: &mut Outgoing,
-    now: i64,
-) -> rusqlite::Result<()> {
-    if q.unsigned && matches!(out.form, Form::Webhook | Form::IntentWebhook) {
-        out.headers.retain(|(k, _)| k != "x-signature");
-    }
-    if q.eventual_consistency_ms > 0
-        && let Some(kind) = resource_kind(&out.topic)
-    {
-        let until = now.saturating_add(q.eventual_consistency_ms as i64);
-        conn.execute(
-            "INSERT INTO unseen (kind, id, until) VALUES (?1, ?2, ?3)
-             ON CONFLICT (kind, id) DO UPDATE SET until = max(until, excluded.until)",
-            params![kind, out.resource_id, until],
-        )?;
-    }
-    Ok(())
-}
-
-/// What the quirks do once `out` is queued as dispatch `id`: the unsent
-/// notifications of its resource to its URL held and released newest
-/// first (out of order), and a second copy queued (duplicates).
-pub fn after_queue(
-    conn: &Connection,
-    q: &Quirks,
-    account: &str,
-    id: i64,
-    out: &Outgoing,
-    now: i64,
-) -> rusqlite::Result<()> {
-    if q.out_of_order {
-        let held: Vec<i64> = conn
-            .prepare(
-                "SELECT id FROM dispatches
-                 WHERE account = ?1 AND url = ?2 AND topic = ?3 AND resource_id = ?4
-                   AND state = ?5 AND attempts = 0
-                 ORDER BY id DESC",
-            )?
-            .query_map(
-                params![
-                    account,
-                    out.url,
-                    out.topic,
-                    out.resource_id,
-                    DispatchState::Pending
-                ],
-                |r| r.get(0),
-            )?
-            .collect::<rusqlite::Result<_>>()?;
-        // The newest goes first once the hold ends, each older one a
-        // millisecond later: the reverse of the order of the changes.
-        for (i, held_id) in held.iter().enumerate() {
-            let at = now + HOLD_MS + i as i64;
-            conn.execute(
-                "UPDATE dispatches SET first_at = ?2, next_due_at = ?2 WHERE id = ?1",
-                params![held_id, at],
-            )?;
-        }
-    }
-    if q.duplicates {
-        let secret: Option<String> = conn
-            .query_row(
-                "SELECT webhook_secret FROM accounts WHERE name = ?1",
-                [account],
-                |r| r.get(0),
-            )
-            .optional()?
-            .flatten();
-        let mut headers = out.headers.clone();
-        let signed = headers.iter().any(|(k, _)| k == "x-signature");
-        match secret {
-            Some(secret) if signed => {
-                let data_id = url::Url::parse(&out.url).ok().and_then(|u| {
-                    u.query_pairs()
-                        .find(|(k, _)| k == "data.id")
-                        .map(|(_, v)| v.into_owned())
-                });
-                shapes::resign(
-                    &mut headers,
-                    &secret,
-                    data_id.as_deref(),
-                    (now / 1000).max(0) as u64,
-                );
-            }
-            _ => {
-                for (k, v) in headers.iter_mut() {
-                    if k == "x-request-id" {
-                        *v = shapes::random_hex(16);
-                    }
-                }
-            }
-        }
-        // The copy goes with the original, whenever that is due.
-        conn.execute(
-            "INSERT INTO dispatches (account, url, form, topic, resource_id, body, headers, first_at, next_due_at, state)
-             SELECT account, url, form, topic, resource_id, body, ?2, first_at, next_due_at, state
-             FROM dispatches WHERE id = ?1",
-            params![id, super::dispatch::headers_json(&headers)],
-        )?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
