@@ -361,3 +361,54 @@ async fn the_process_exits_when_its_writer_dies() {
     };
     assert_eq!(status.code(), Some(70));
 }
+
+/// The platform API client never follows a redirect: a 307 on a refund
+/// would send the POST, with the account's token, wherever it points. The
+/// answer is a refusal, and the other host hears nothing.
+#[tokio::test]
+async fn a_redirect_from_the_api_is_not_followed() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let elsewhere = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .mount(&elsewhere)
+        .await;
+    let api = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(307).insert_header(
+            "location",
+            format!("{}/v1/payments/1/refunds", elsewhere.uri()),
+        ))
+        .mount(&api)
+        .await;
+    let config = pointhook::config::Config::from_toml(
+        &format!(
+            "[storage]\npath = \"x.db\"\n[api]\nbase_url = {:?}\n\
+             [[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n",
+            api.uri()
+        ),
+        Vec::new(),
+    )
+    .unwrap();
+    let client = pointhook::api::ApiClient::new(
+        &config.api,
+        &config.resolve_accounts().unwrap(),
+        Arc::new(pointhook::metrics::Metrics::new()),
+    )
+    .unwrap();
+    let payment = pointhook::domain::PaymentId::parse("1").unwrap();
+    let answer = client.refund_payment("default", &payment, "key-1").await;
+    assert!(
+        matches!(
+            answer,
+            Err(pointhook::api::ApiError::Refused { status: 307, .. })
+        ),
+        "{answer:?}"
+    );
+    assert_eq!(api.received_requests().await.unwrap().len(), 1);
+    assert!(
+        elsewhere.received_requests().await.unwrap().is_empty(),
+        "the redirect was followed"
+    );
+}

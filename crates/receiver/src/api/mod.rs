@@ -277,7 +277,10 @@ impl ApiClient {
         metrics: crate::metrics::SharedMetrics,
     ) -> anyhow::Result<ApiClient> {
         crate::tls::install_default_provider();
+        // A redirect is an answer, never followed: a 307 on a refund would
+        // send the POST, token and all, wherever the answer points.
         let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(config.timeout_secs))
             .connect_timeout(Duration::from_secs(config.timeout_secs.min(5)))
             .user_agent(concat!("pointhook/", env!("CARGO_PKG_VERSION")))
