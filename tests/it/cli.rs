@@ -86,6 +86,26 @@ fn bad_configuration_is_one_line_and_exit_64() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/pointhook.toml"));
 }
 
+/// A line TOML cannot read may hold a token: the error names where it is
+/// (line and column), never what it says, on stderr and so in the journal.
+#[test]
+fn a_toml_syntax_error_names_the_place_not_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{GOOD}[admin]\ntoken = \"tok-4f9a1c-secret\" extra\n");
+    let path = write(&dir, &text);
+    let out = pointhook(&["check-config", "--config", &path], &[]);
+    assert_eq!(out.status.code(), Some(64));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    let line = text.lines().count();
+    assert!(
+        stderr.contains(&format!("line {line}, column 29")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("4f9a1c"), "the line is echoed: {stderr}");
+    assert!(!stderr.contains("extra"), "the line is echoed: {stderr}");
+}
+
 #[test]
 fn environment_overrides_are_checked_too() {
     let dir = tempfile::tempdir().unwrap();

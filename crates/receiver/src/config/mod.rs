@@ -339,7 +339,7 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let mut table: toml::Table = text
             .parse()
-            .map_err(|e: toml::de::Error| ConfigError::new("config", one_line(&e.to_string())))?;
+            .map_err(|e: toml::de::Error| ConfigError::new("config", syntax_error(text, &e)))?;
         env::apply_overrides(&mut table, vars)?;
         let config: Config =
             serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
@@ -777,6 +777,20 @@ fn pick_secret(
         }
         (None, None) => Ok(None),
     }
+}
+
+/// Where the TOML is broken, by line and column only: the parser's own
+/// message quotes the line, and that line may hold a token.
+fn syntax_error(text: &str, e: &toml::de::Error) -> String {
+    let Some(at) = e.span().map(|s| s.start.min(text.len())) else {
+        return "not valid TOML (the text is not shown: it may hold a secret)".into();
+    };
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!(
+        "not valid TOML at line {line}, column {column} (the line is not shown: it may hold a secret)"
+    )
 }
 
 fn one_line(s: &str) -> String {
