@@ -70,6 +70,10 @@ fn bad_configuration_is_one_line_and_exit_64() {
             "accounts[0].access_token",
         ),
         ("this is = not toml [", "config"),
+        (
+            &format!("{GOOD}[admin]\ntoken = \"0123456789abcdef0123456789abcde\"\n"),
+            "admin.token",
+        ),
     ];
     for (text, key) in cases {
         let path = write(&dir, text);

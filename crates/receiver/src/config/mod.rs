@@ -178,6 +178,10 @@ pub struct FulfillmentConfig {
     pub max_in_flight: usize,
 }
 
+/// The shortest admin token accepted: it guards every operator action, and
+/// the listener may face a network.
+pub const ADMIN_TOKEN_MIN: usize = 32;
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdminConfig {
@@ -488,7 +492,16 @@ impl Config {
         }
         // Secrets must be readable now, not at the first request.
         self.resolve_accounts()?;
-        self.admin_token()?;
+        if let Some(token) = self.admin_token()?
+            && token.expose().chars().count() < ADMIN_TOKEN_MIN
+        {
+            return Err(ConfigError::new(
+                "admin.token",
+                format!(
+                    "must be at least {ADMIN_TOKEN_MIN} characters (e.g. `openssl rand -hex 32`)"
+                ),
+            ));
+        }
         if let Some(secret) = self.fulfillment_secret()? {
             crate::outbox::signing_key(secret.expose())
                 .map_err(|e| ConfigError::new("fulfillment.secret", e.to_string()))?;

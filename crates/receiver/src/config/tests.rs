@@ -67,7 +67,7 @@ url = \"http://127.0.0.1:9000/events\"
 secret = \"whsec_aGVsbG8=\"
 [admin]
 listen = \"127.0.0.1:0\"
-token = \"t\"
+token = \"0123456789abcdef0123456789abcdef\"
 [worker]
 enabled = false
 "
@@ -205,16 +205,30 @@ fn secrets_are_read_from_files() {
 }
 
 #[test]
+fn the_admin_token_has_at_least_32_characters() {
+    let with = |token: &str| parse(&format!("{MINIMAL}[admin]\ntoken = {token:?}\n"));
+    let e = with(&"x".repeat(31)).unwrap_err();
+    assert_eq!(e.key, "admin.token");
+    assert!(e.message.contains("at least 32"), "{}", e.message);
+    assert!(with(&"x".repeat(32)).is_ok());
+    // Characters, not bytes.
+    assert!(with(&"é".repeat(31)).is_err());
+}
+
+#[test]
 fn a_numeric_secret_from_the_environment_keeps_its_digits() {
     let c = parse_env(
-        &(MINIMAL.to_string() + "[admin]\ntoken = \"x\"\n"),
+        &(MINIMAL.to_string() + "[admin]\ntoken = \"0123456789abcdef0123456789abcdef\"\n"),
         &[
-            ("POINTHOOK_ADMIN_TOKEN", "0000000042"),
+            ("POINTHOOK_ADMIN_TOKEN", "00000000000000000000000000000042"),
             ("POINTHOOK_ACCOUNTS_0_ACCESS_TOKEN", "007"),
         ],
     )
     .unwrap();
-    assert_eq!(c.admin_token().unwrap().unwrap().expose(), "0000000042");
+    assert_eq!(
+        c.admin_token().unwrap().unwrap().expose(),
+        "00000000000000000000000000000042"
+    );
     assert_eq!(
         c.resolve_accounts().unwrap()[0].access_token.expose(),
         "007"
