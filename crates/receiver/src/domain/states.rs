@@ -101,6 +101,8 @@ pub enum SignatureStatus {
     /// a payment-intent body, which is only a pointer).
     Unsigned = 3,
     /// Valid, but the manifest names no resource: it authenticates nothing.
+    /// Written by earlier versions only: a signature with no `data.id` to
+    /// bind is now treated as no signature at all.
     ValidUnbound = 4,
 }
 

@@ -256,10 +256,13 @@ impl Ingest {
     /// `require_signature = false`). A fraud alert that fails is kept as
     /// unverified rather than refused, because the platform never sends it
     /// again; a payment-intent body is only a pointer, so it is kept too.
-    /// A valid signature authenticates a fraud alert only when it binds the
-    /// alert's resource (`data.id`) and was made within `FRAUD_FRESHNESS`
-    /// (the platform never resends a fraud alert); its `{ts}:{v1}` is kept,
-    /// so the worker can refuse a signature seen on another delivery.
+    /// A signature binds the query's `data.id` and nothing else: with no
+    /// `data.id` it vouches for nothing, and the webhook is answered as an
+    /// unsigned one. A valid signature authenticates a fraud alert only
+    /// when that id is the alert's resource (`data.id`) and it was made
+    /// within `FRAUD_FRESHNESS` (the platform never resends a fraud alert);
+    /// its `{ts}:{v1}` is kept, so the worker can refuse a signature seen on
+    /// another delivery.
     fn check_signature(
         &self,
         account: &Account,
@@ -272,19 +275,35 @@ impl Ingest {
             return Ok((SignatureStatus::NotChecked, None));
         }
         let kept_anyway = classified.is_fraud_alert() || classified.kind == Kind::IntentWebhook;
-        let signature = headers
+        let header = headers
             .get("x-signature")
             .map(|v| v.as_bytes())
             .filter(|v| !v.trim_ascii().is_empty());
-        if signature.is_none() && (!account.require_signature || kept_anyway) {
-            if classified.is_fraud_alert() && account.require_signature {
-                self.metrics.signature_failed();
-                tracing::warn!(account = %account.name, "fraud alert without a signature: stored as unverified");
-                return Ok((SignatureStatus::Invalid, None));
+        let data_id = query.get("data.id").filter(|d| !d.trim().is_empty());
+        let Some((data_id, signature)) = data_id.zip(header) else {
+            // A webhook with no data.id of a type nothing acts on (Card
+            // Updater's has none to sign) asks for nothing a signature
+            // could vouch for: it is kept as an unsigned one, not refused.
+            let asks_nothing = data_id.is_none() && classified.work.is_none();
+            if !account.require_signature || kept_anyway || asks_nothing {
+                if classified.is_fraud_alert() && account.require_signature {
+                    self.metrics.signature_failed();
+                    tracing::warn!(account = %account.name, "fraud alert without a signature over its data.id: stored as unverified");
+                    return Ok((SignatureStatus::Invalid, None));
+                }
+                return Ok((SignatureStatus::Unsigned, None));
             }
-            return Ok((SignatureStatus::Unsigned, None));
-        }
-        let data_id = query.get("data.id");
+            self.metrics.signature_failed();
+            let error = match header {
+                None => verify::SignatureError::Missing,
+                Some(_) => verify::SignatureError::Unbound,
+            };
+            return Err(Refusal::new(
+                StatusCode::UNAUTHORIZED,
+                "bad_signature",
+                error.to_string(),
+            ));
+        };
         let secrets: Vec<&[u8]> = account
             .webhook_secrets
             .iter()
@@ -293,18 +312,13 @@ impl Ingest {
         let parts = SignedParts {
             data_id,
             request_id: headers.get("x-request-id").map(|v| v.as_bytes()),
-            signature,
+            signature: Some(signature),
         };
         match verify::verify(&secrets, parts, now, account.signature_tolerance) {
             Ok(v) => {
                 tracing::debug!(id_form = ?v.id_form, secret = v.secret, "signature verified");
-                match data_id {
-                    Some(id) => {
-                        classified.authenticate(id, v.fresh(now, FRAUD_FRESHNESS));
-                        Ok((SignatureStatus::Valid, Some(v.key)))
-                    }
-                    None => Ok((SignatureStatus::ValidUnbound, Some(v.key))),
-                }
+                classified.authenticate(data_id, v.fresh(now, FRAUD_FRESHNESS));
+                Ok((SignatureStatus::Valid, Some(v.key)))
             }
             Err(e) if kept_anyway => {
                 self.metrics.signature_failed();
