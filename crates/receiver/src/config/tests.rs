@@ -31,6 +31,56 @@ fn sample_config_parses() {
     assert_eq!(config.accounts[0].name, "default");
 }
 
+/// Every key a configuration file shows, set or commented out
+/// (`# key = …`), as `section.key`.
+fn shown_keys(text: &str) -> std::collections::BTreeSet<String> {
+    let mut section = String::new();
+    let mut keys = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let line = line.strip_prefix('#').map_or(line, str::trim_start);
+        let name_like = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'.')
+        };
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_start_matches('[');
+            if let Some(name) = header.split(']').next().filter(|n| name_like(n)) {
+                section = name.to_string();
+                keys.insert(format!("[{section}]"));
+            }
+        } else if let Some((key, _)) = line.split_once(" = ")
+            && name_like(key)
+        {
+            keys.insert(format!("{section}.{key}"));
+        }
+    }
+    keys
+}
+
+/// The packaged configuration is the sample with the packaging's own
+/// paths: every key one shows, the other shows too.
+#[test]
+fn the_packaged_config_shows_every_key_of_the_sample() {
+    let sample = include_str!("../../../../sample-config.toml");
+    let packaged = include_str!("../../../../packaging/pointhook.toml");
+    parse(packaged).expect("packaging/pointhook.toml must parse");
+    let (sample_keys, packaged_keys) = (shown_keys(sample), shown_keys(packaged));
+    assert!(sample_keys.len() > 40, "{sample_keys:?}");
+    // The fraud policy's keys are being reworded in the sample first.
+    let missing: Vec<_> = sample_keys
+        .difference(&packaged_keys)
+        .filter(|k| !k.starts_with("accounts.fraud_"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not in packaging/pointhook.toml: {missing:?}"
+    );
+    let extra: Vec<_> = packaged_keys.difference(&sample_keys).collect();
+    assert!(extra.is_empty(), "not in sample-config.toml: {extra:?}");
+}
+
 #[test]
 fn sample_config_values_are_the_defaults() {
     let sample = parse(include_str!("../../../../sample-config.toml")).unwrap();
