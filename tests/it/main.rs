@@ -15,6 +15,7 @@ mod errors;
 mod forgery;
 mod fraud;
 mod ingest;
+mod limits;
 mod operations;
 mod operator;
 mod platform_orders;

@@ -92,6 +92,7 @@ fn delivery(work: &Work, body: &str) -> NewDelivery {
         headers: "{}".into(),
         body: bytes::Bytes::copy_from_slice(body.as_bytes()),
         body_size: None,
+        body_sha256: None,
         remote_addr: "127.0.0.1:1".into(),
         fingerprint: fingerprint(
             "default",

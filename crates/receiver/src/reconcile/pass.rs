@@ -447,6 +447,7 @@ fn delivery(account: &str, change: &Change, now: i64) -> NewDelivery {
         ),
         body: body.into(),
         body_size: None,
+        body_sha256: None,
         remote_addr: String::new(),
         signature: SignatureStatus::NotChecked,
         signature_key: None,

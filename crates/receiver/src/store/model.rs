@@ -23,6 +23,8 @@ pub struct NewDelivery {
     pub body: bytes::Bytes,
     /// Set when `body` was cut short: the size received.
     pub body_size: Option<usize>,
+    /// Set with `body_size`: the SHA-256 of the whole body received.
+    pub body_sha256: Option<[u8; 32]>,
     pub remote_addr: String,
     pub fingerprint: [u8; 32],
     pub signature: SignatureStatus,

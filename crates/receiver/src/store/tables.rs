@@ -90,6 +90,7 @@ pub const TABLES: &[Table] = &[
             ("signature", I16),
             ("job_key", Text),
             ("signature_key", Text),
+            ("body_sha256", Bytes),
         ],
         order_by: Some("id"),
         generated_id: true,

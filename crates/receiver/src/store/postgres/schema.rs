@@ -170,6 +170,11 @@ const MIGRATIONS: &[&str] = &[
         WHERE signature_key IS NOT NULL;
     ALTER TABLE fetches ADD COLUMN body BYTEA;
     "#,
+    // 5: a body kept short keeps the SHA-256 of the whole one (as
+    // SQLite's 9).
+    r#"
+    ALTER TABLE deliveries ADD COLUMN body_sha256 BYTEA;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -55,9 +55,9 @@ pub static INGEST: LazyLock<String> = LazyLock::new(|| {
          ), d AS (
              INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
                  notification_id, source_news, query, headers, body, remote_addr, fingerprint,
-                 duplicate_of, signature, job_key, body_size, signature_key)
+                 duplicate_of, signature, job_key, body_size, signature_key, body_sha256)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                 (SELECT id FROM dup), $13, $14, $15, $20)
+                 (SELECT id FROM dup), $13, $14, $15, $20, $21)
              RETURNING id, duplicate_of
          ), j AS (
              INSERT INTO jobs AS jobs (account, job_key, kind, resource_id, input_delivery_id,
@@ -78,6 +78,7 @@ pub struct IngestParams {
     d: NewDelivery,
     body: Option<Vec<u8>>,
     body_size: Option<i64>,
+    body_sha256: Option<Vec<u8>>,
     fingerprint: Vec<u8>,
     job_key: Option<String>,
     job_kind: Option<i16>,
@@ -92,6 +93,7 @@ impl IngestParams {
         IngestParams {
             body: (!d.body.is_empty()).then(|| d.body.to_vec()),
             body_size: d.body_size.map(|n| n as i64),
+            body_sha256: d.body_sha256.map(|h| h.to_vec()),
             fingerprint: d.fingerprint.to_vec(),
             job_key: job.as_ref().map(|j| j.key.clone()),
             job_kind: job.as_ref().map(|j| j.kind as i16),
@@ -125,6 +127,7 @@ impl IngestParams {
             &self.work,
             &self.rank,
             &d.signature_key,
+            &self.body_sha256,
         ]
     }
 

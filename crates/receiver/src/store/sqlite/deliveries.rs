@@ -31,8 +31,10 @@ pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ing
     conn.prepare_cached(
         "INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
                  notification_id, source_news, query, headers, body, remote_addr,
-                 fingerprint, duplicate_of, signature, job_key, body_size, signature_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                 fingerprint, duplicate_of, signature, job_key, body_size, signature_key,
+                 body_sha256)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                 ?18)",
     )?
     .execute(params![
         d.received_at,
@@ -52,6 +54,7 @@ pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ing
         d.job.as_ref().map(|j| &j.key),
         d.body_size.map(|n| n as i64),
         d.signature_key,
+        d.body_sha256.as_ref().map(|h| &h[..]),
     ])?;
     // RETURNING would cost an ephemeral table per statement on this hot path.
     let delivery_id = conn.last_insert_rowid();

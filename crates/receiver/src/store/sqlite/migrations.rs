@@ -231,6 +231,11 @@ const MIGRATIONS: &[&str] = &[
         WHERE signature_key IS NOT NULL;
     ALTER TABLE fetches ADD COLUMN body BLOB;
     "#,
+    // 9: a body kept short keeps the SHA-256 of the whole one beside its
+    // size.
+    r#"
+    ALTER TABLE deliveries ADD COLUMN body_sha256 BLOB;   -- set with body_size
+    "#,
 ];
 
 /// The schema version this build writes.
