@@ -19,6 +19,7 @@ mod limits;
 mod operations;
 mod operator;
 mod platform_orders;
+mod priority;
 mod processing;
 mod protections;
 mod reconcile;

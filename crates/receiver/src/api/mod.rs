@@ -212,7 +212,8 @@ pub enum ApiError {
 pub enum ErrorClass {
     /// Try again later (after this long, when the platform said so).
     Retry(Option<Duration>),
-    /// Not readable yet, perhaps: retried a few times, then permanent.
+    /// Not readable yet, perhaps: retried a few times (`rules::wait`), then
+    /// given up.
     NotFound,
     Permanent,
 }

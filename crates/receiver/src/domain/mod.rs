@@ -20,7 +20,7 @@ pub use ids::{
     ResourceId, kinds,
 };
 pub use states::{
-    EventState, IntentState, JobKind, JobState, Kind, Review, SignatureStatus,
+    EventState, IntentState, JobKind, JobState, Kind, Lane, Review, SignatureStatus,
     UnauthenticatedAlerts,
 };
 pub use work::{FraudAlert, Work};

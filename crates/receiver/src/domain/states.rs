@@ -117,6 +117,19 @@ pub enum JobState {
     Dead = 3,
 }
 
+/// Which queue a pending job waits in (DESIGN section 1): a notification
+/// that just arrived is worked before the backlog, newest first; the
+/// backlog (retries, reconciliation, a run interrupted) keeps a bounded
+/// share, oldest first, so nothing starves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "snake_case")]
+#[repr(i16)]
+pub enum Lane {
+    /// A notification's first attempt (or the first after it came again).
+    Live = 0,
+    Backlog = 1,
+}
+
 /// Where an outbound event is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
 #[strum(serialize_all = "snake_case")]
@@ -189,6 +202,7 @@ named!(
     IntentState,
     SignatureStatus,
     JobState,
+    Lane,
     EventState,
     Review
 );

@@ -408,7 +408,7 @@ fn sighting(endpoint: &'static str, version: String, work: Work) -> Sighting {
         endpoint,
         resource_id: work.resource_id(),
         version,
-        job: NewJob::for_work(&work),
+        job: NewJob::for_work(&work).in_backlog(),
     }
 }
 

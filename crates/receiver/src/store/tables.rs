@@ -114,6 +114,7 @@ pub const TABLES: &[Table] = &[
             ("last_error", Text),
             ("created_at", I64),
             ("updated_at", I64),
+            ("lane", I16),
         ],
         order_by: Some("id"),
         generated_id: true,

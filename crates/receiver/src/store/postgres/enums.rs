@@ -7,7 +7,7 @@ use std::error::Error;
 use bytes::BytesMut;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, accepts, to_sql_checked};
 
-use crate::domain::{EventState, JobKind, JobState, Kind, Review, SignatureStatus};
+use crate::domain::{EventState, JobKind, JobState, Kind, Lane, Review, SignatureStatus};
 
 macro_rules! pg_enum {
     ($($ty:ident),+) => {$(
@@ -31,4 +31,12 @@ macro_rules! pg_enum {
     )+};
 }
 
-pg_enum!(Kind, JobKind, JobState, EventState, SignatureStatus, Review);
+pg_enum!(
+    Kind,
+    JobKind,
+    JobState,
+    Lane,
+    EventState,
+    SignatureStatus,
+    Review
+);

@@ -175,6 +175,12 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE deliveries ADD COLUMN body_sha256 BYTEA;
     "#,
+    // 6: jobs wait in a lane (as SQLite's 10); the live lane's pending jobs
+    // have an index of their own, read newest first.
+    r#"
+    ALTER TABLE jobs ADD COLUMN lane SMALLINT NOT NULL DEFAULT 1;
+    CREATE INDEX jobs_live ON jobs (run_at) WHERE state = 0 AND lane = 0;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -236,6 +236,13 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE deliveries ADD COLUMN body_sha256 BLOB;   -- set with body_size
     "#,
+    // 10: jobs wait in a lane (domain::Lane); the live one is leased newest
+    // first, from an index that holds only its pending jobs. A job of an
+    // earlier version waits in the backlog.
+    r#"
+    ALTER TABLE jobs ADD COLUMN lane INTEGER NOT NULL DEFAULT 1;
+    CREATE INDEX jobs_live ON jobs (run_at) WHERE state = 0 AND lane = 0;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -37,7 +37,7 @@ use tokio::sync::Notify;
 use super::StoreError;
 use super::model::{
     EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedEvent, LeasedJob,
-    NewDelivery, Sighting,
+    NewDelivery, Sighting, Take,
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
@@ -199,13 +199,13 @@ impl SqliteStore {
         &self,
         now: i64,
         lease_ms: i64,
-        limit: usize,
+        take: Take,
     ) -> Result<Lease<LeasedJob>, StoreError> {
         self.write(move |c| {
             lease_telling_next_due(
                 c,
-                limit,
-                |c| jobs::lease(c, now, lease_ms, limit),
+                take.limit,
+                |c| jobs::lease(c, now, lease_ms, take),
                 jobs::next_due,
             )
         })

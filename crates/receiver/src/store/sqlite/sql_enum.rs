@@ -2,7 +2,7 @@
 //! is stored as its number, and an unknown number read back is an error,
 //! not a guess.
 
-use crate::domain::{EventState, JobKind, JobState, Kind, Review, SignatureStatus};
+use crate::domain::{EventState, JobKind, JobState, Kind, Lane, Review, SignatureStatus};
 
 /// Implements `ToSql`/`FromSql` for fieldless `#[repr(i16)]` enums; every
 /// variant is read back through `all()`, so a new one needs no edit here.
@@ -27,7 +27,15 @@ macro_rules! sql_enum {
     )+};
 }
 
-sql_enum!(Kind, JobKind, JobState, EventState, SignatureStatus, Review);
+sql_enum!(
+    Kind,
+    JobKind,
+    JobState,
+    Lane,
+    EventState,
+    SignatureStatus,
+    Review
+);
 
 #[cfg(test)]
 mod tests {
