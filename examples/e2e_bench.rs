@@ -93,8 +93,9 @@ async fn main() {
             dir.path().join("bench.db").display().to_string()
         ),
     };
+    // One load generator is one address: no per-address rate limit.
     let toml = format!(
-        "[storage]\n{storage}\n[api]\nbase_url = \"http://{api}\"\nrequests_per_second = 100000\n\
+        "[server]\nrate_limit_per_ip = 0\n[storage]\n{storage}\n[api]\nbase_url = \"http://{api}\"\nrequests_per_second = 100000\n\
          [[accounts]]\nname = \"default\"\naccess_token = \"t\"\n\
          {outbound}\
          [worker]\nconcurrency = 16\n[reconcile]\nenabled = false\n"

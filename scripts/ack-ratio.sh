@@ -29,7 +29,8 @@ trap cleanup EXIT
 pids+=($!); noop=$!
 "$bin/examples/group_commit_server" 127.0.0.1:8098 "$dir/anchor.db" >"$dir/anchor.log" 2>&1 &
 pids+=($!); anchor=$!
-POINTHOOK_WORKER_ENABLED=false POINTHOOK_STORAGE_PATH="$dir/bench.db" \
+POINTHOOK_WORKER_ENABLED=false POINTHOOK_SERVER_RATE_LIMIT_PER_IP=0 \
+  POINTHOOK_STORAGE_PATH="$dir/bench.db" \
   POINTHOOK_SERVER_LISTEN=127.0.0.1:8097 RUST_LOG=warn \
   "$bin/pointhook" serve --config sample-config.toml >"$dir/pointhook.log" 2>&1 &
 pids+=($!); pointhook=$!

@@ -18,7 +18,7 @@ pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
-token=status-page-check
+token=status-page-check-0123456789abcdef
 cat >"$work/pointhook.toml" <<EOF
 [server]
 listen = "127.0.0.1:0"

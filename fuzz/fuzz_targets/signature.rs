@@ -14,7 +14,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use libfuzzer_sys::fuzz_target;
-use pointhook::http::verify::{IdForm, SignedParts, sign, verify};
+use pointhook::http::verify::{IdForm, SignatureError, SignedParts, sign, verify};
 
 const DEFAULT_NOW: u64 = 1_763_632_800;
 
@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
         .unwrap_or(300);
 
     let parts = SignedParts {
-        data_id: data_id.as_deref(),
+        data_id: data_id.as_deref().unwrap_or_default(),
         request_id,
         signature,
     };
@@ -77,8 +77,18 @@ fuzz_target!(|data: &[u8]| {
         .duration_since(UNIX_EPOCH)
         .map_or(DEFAULT_NOW, |d| d.as_secs());
     let header = sign(secret, id.as_deref(), req.as_deref(), ts);
+    // A header over no id binds nothing: it never verifies.
+    let Some(id) = id else {
+        let unbound = SignedParts {
+            data_id: "",
+            request_id: req.as_deref().map(str::as_bytes),
+            signature: Some(header.as_bytes()),
+        };
+        assert_eq!(verify(&[secret], unbound, now, None), Err(SignatureError::Unbound));
+        return;
+    };
     let signed = SignedParts {
-        data_id: id.as_deref(),
+        data_id: &id,
         request_id: req.as_deref().map(str::as_bytes),
         signature: Some(header.as_bytes()),
     };
@@ -113,7 +123,7 @@ fuzz_target!(|data: &[u8]| {
     }
     // An id the platform signed lowercased verifies against the id as
     // received.
-    if let Some(id) = &id {
+    {
         let lower = id.to_ascii_lowercase();
         let header = sign(secret, Some(&lower), req.as_deref(), ts);
         let parts = SignedParts {

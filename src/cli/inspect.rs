@@ -198,7 +198,15 @@ pub async fn deliveries(store: &Store, cmd: Deliveries) -> anyhow::Result<()> {
                         }),
                     ),
                 ]);
-                s.push_str("\nbody:\n");
+                match (d.body_size, &d.body_sha256) {
+                    (Some(size), Some(sha)) => s.push_str(&format!(
+                        "\nbody (kept short: {size} bytes received, SHA-256 {sha}):\n"
+                    )),
+                    (Some(size), None) => {
+                        s.push_str(&format!("\nbody (kept short: {size} bytes received):\n"))
+                    }
+                    _ => s.push_str("\nbody:\n"),
+                }
                 match (&d.body, &d.body_base64) {
                     (Some(text), _) => s.push_str(text),
                     (None, Some(b64)) => s.push_str(&format!("(not UTF-8; base64) {b64}")),

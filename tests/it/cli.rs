@@ -70,6 +70,10 @@ fn bad_configuration_is_one_line_and_exit_64() {
             "accounts[0].access_token",
         ),
         ("this is = not toml [", "config"),
+        (
+            &format!("{GOOD}[admin]\ntoken = \"0123456789abcdef0123456789abcde\"\n"),
+            "admin.token",
+        ),
     ];
     for (text, key) in cases {
         let path = write(&dir, text);
@@ -84,6 +88,26 @@ fn bad_configuration_is_one_line_and_exit_64() {
     let out = pointhook(&["serve", "--config", "/nonexistent/pointhook.toml"], &[]);
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/pointhook.toml"));
+}
+
+/// A line TOML cannot read may hold a token: the error names where it is
+/// (line and column), never what it says, on stderr and so in the journal.
+#[test]
+fn a_toml_syntax_error_names_the_place_not_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{GOOD}[admin]\ntoken = \"tok-4f9a1c-secret\" extra\n");
+    let path = write(&dir, &text);
+    let out = pointhook(&["check-config", "--config", &path], &[]);
+    assert_eq!(out.status.code(), Some(64));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    let line = text.lines().count();
+    assert!(
+        stderr.contains(&format!("line {line}, column 29")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("4f9a1c"), "the line is echoed: {stderr}");
+    assert!(!stderr.contains("extra"), "the line is echoed: {stderr}");
 }
 
 #[test]

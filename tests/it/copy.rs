@@ -64,6 +64,7 @@ async fn fill(location: &Location) {
                 headers: json!({"user-agent": "test\u{7f}"}).to_string(),
                 body: bytes::Bytes::copy_from_slice(body),
                 body_size: (i == 4).then_some(9_999_999),
+                body_sha256: (i == 4).then_some([7; 32]),
                 remote_addr: "127.0.0.1:9".into(),
                 fingerprint: fingerprint("default", Kind::Webhook, "t", &order, body),
                 signature: SignatureStatus::NotChecked,

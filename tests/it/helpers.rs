@@ -466,6 +466,24 @@ impl TestApp {
         self.events().into_iter().map(|(t, _)| t).collect()
     }
 
+    /// The event types, sorted: what several jobs decided, in no order
+    /// between them (the newest notification is worked first).
+    pub fn event_types_sorted(&self) -> Vec<String> {
+        let mut types = self.event_types();
+        types.sort();
+        types
+    }
+
+    /// The `data` of the first event of type `ty` whose `field` is
+    /// `value` (any, when `field` is empty).
+    pub fn event_where(&self, ty: &str, field: &str, value: &str) -> Value {
+        self.events()
+            .into_iter()
+            .find(|(t, d)| t == ty && (field.is_empty() || d[field] == value))
+            .unwrap_or_else(|| panic!("no {ty} event with {field} = {value}"))
+            .1
+    }
+
     /// `(state, attempts, last_error)` of the job with `key`.
     pub fn job(&self, key: &str) -> (JobState, i64, Option<String>) {
         let r = self

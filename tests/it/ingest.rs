@@ -13,7 +13,7 @@ on_both_backends!(
     accounts_are_chosen_by_customer_cliente_or_client,
     the_only_account_is_the_default_and_two_without_default_need_customer,
     concurrent_requests_all_commit,
-    bodies_nothing_acts_on_are_kept_up_to_a_cap,
+    bodies_nothing_reads_are_kept_up_to_a_cap,
 );
 
 /// Accounts for the fixtures: one of them names its shop with `cliente`.
@@ -313,28 +313,71 @@ async fn concurrent_requests_all_commit() {
     app.stop().await;
 }
 
-/// A notification nothing acts on is kept only up to a small cap: enough to
-/// see what it was, not a free store for anyone who knows the URL.
-async fn bodies_nothing_acts_on_are_kept_up_to_a_cap() {
+/// A body nothing reads again (any but a fraud alert's or a payment
+/// intent's) is kept only up to a small cap, with its full length and
+/// SHA-256: enough to see what it was and to match it, not a free store for
+/// anyone who knows the URL. Fraud alerts and intent bodies are kept whole.
+async fn bodies_nothing_reads_are_kept_up_to_a_cap() {
+    use sha2::{Digest, Sha256};
     let app = spawn_app().await;
-    let big = json!({"type": "mp-connect", "pad": "x".repeat(50_000)}).to_string();
-    let (status, body) = answer(app.post("", &[], Some(big.as_bytes())).await).await;
-    assert_eq!((status, body["ignored"].as_bool()), (200, Some(true)));
-    let row = app.sql.rows("SELECT body, body_size FROM deliveries", &[]);
-    let (stored, size) = (row[0][0].bytes().unwrap(), row[0][1].opt_int());
-    assert_eq!(stored.len(), pointhook::http::ingest::IGNORED_BODY_CAP);
-    assert_eq!(size, Some(big.len() as i64));
-    // What is acted on is kept whole.
-    let work =
-        json!({"type": "payment", "data": {"id": "7"}, "pad": "y".repeat(50_000)}).to_string();
-    assert_eq!(app.post("", &[], Some(work.as_bytes())).await.status(), 200);
-    let kept = app
-        .sql
-        .value(
-            "SELECT length(body) FROM deliveries WHERE job_key IS NOT NULL",
-            &[],
-        )
-        .int();
-    assert_eq!(kept, work.len() as i64);
+    let pad = "x".repeat(50_000);
+    let cut = [
+        ("", json!({"type": "mp-connect", "pad": pad})),
+        (
+            "",
+            json!({"type": "payment", "data": {"id": "7"}, "pad": pad}),
+        ),
+        (
+            "topic=payment&id=8",
+            json!({"resource": "8", "topic": "payment", "pad": pad}),
+        ),
+    ];
+    let whole = [
+        (
+            "",
+            json!({"type": "stop_delivery_op_wh",
+                   "data": {"merchant_order": 1, "payment_id": 2, "pad": pad}}),
+        ),
+        (
+            "",
+            json!({"id": "intent-1", "state": "FINISHED", "pad": pad}),
+        ),
+    ];
+    for (query, body) in cut.iter().chain(&whole) {
+        let res = app
+            .post(query, &[], Some(body.to_string().as_bytes()))
+            .await;
+        assert_eq!(res.status(), 200, "{query} {}", &body.to_string()[..40]);
+    }
+    let rows = app.sql.rows(
+        "SELECT body, body_size, body_sha256 FROM deliveries ORDER BY id",
+        &[],
+    );
+    for (i, (row, (_, sent))) in rows.iter().zip(cut.iter().chain(&whole)).enumerate() {
+        let sent = sent.to_string();
+        let stored = row[0].bytes().unwrap();
+        if i < cut.len() {
+            assert_eq!(stored.len(), pointhook::http::record::UNREAD_BODY_CAP);
+            assert!(sent.as_bytes().starts_with(&stored));
+            assert_eq!(row[1].opt_int(), Some(sent.len() as i64));
+            assert_eq!(
+                row[2].bytes().unwrap(),
+                Sha256::digest(sent.as_bytes()).to_vec()
+            );
+        } else {
+            assert_eq!(stored, sent.as_bytes(), "kept whole");
+            assert_eq!(row[1].opt_int(), None);
+            assert!(row[2].bytes().is_none());
+        }
+    }
+    let first = cut[0].1.to_string();
+    let (ok, out, err) = cli_async(&app, &["deliveries", "show", "1"]).await;
+    assert!(ok, "{err}");
+    let said = format!(
+        "kept short: {} bytes received, SHA-256 {}",
+        first.len(),
+        hex::encode(Sha256::digest(first.as_bytes()))
+    );
+    assert!(out.contains(&said), "{out}");
     app.stop().await;
 }

@@ -25,8 +25,17 @@ async fn the_rate_limit_answers_429_when_on() {
     app.stop().await;
 }
 
+/// On by default, far above what one merchant's platform sends: an
+/// ordinary burst passes.
 #[tokio::test]
-async fn the_rate_limit_is_off_by_default() {
+async fn the_rate_limit_is_on_by_default_far_above_real_traffic() {
+    let config = pointhook::config::Config::from_toml(
+        "[storage]\npath = \"x.db\"\n[api]\nbase_url = \"http://127.0.0.1:1\"\n\
+         [[accounts]]\nname = \"default\"\naccess_token = \"t\"\n",
+        Vec::new(),
+    )
+    .unwrap();
+    assert_eq!(config.server.rate_limit_per_ip, 1000);
     let app = spawn_app().await;
     for i in 0..50 {
         assert_eq!(

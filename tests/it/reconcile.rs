@@ -17,7 +17,7 @@ use crate::platform::Merchant;
 use crate::platform::{RunningSandbox, account, start_sandbox, wired_with};
 
 use crate::platform::TOKEN;
-const ADMIN: &str = "admin-token-for-tests";
+const ADMIN: &str = "admin-token-for-tests-0123456789abcdef";
 
 /// The sandbox notifying pointhook, whose sweeper passes every second and
 /// gives a notification `grace_secs` to arrive.

@@ -13,6 +13,8 @@ use serde_json::json;
 use crate::helpers::*;
 use crate::platform::*;
 
+const ADMIN: &str = "robustness-admin-token-0123456789abcdef";
+
 on_both_backends!(
     a_huge_retry_after_waits_at_most_the_longest_backoff,
     any_stored_time_can_be_shown,
@@ -27,7 +29,7 @@ async fn setup() -> (FakeApi, TestApp, Arc<ManualClock>) {
     let api = FakeApi::start().await;
     let clock = Arc::new(ManualClock::new(SystemTime::now()));
     let app = spawn_app_with(TestConfig {
-        admin_token: Some("t".into()),
+        admin_token: Some(ADMIN.into()),
         ..TestConfig::default().api(&api.uri()).clock(clock.clone())
     })
     .await;
@@ -65,11 +67,11 @@ async fn any_stored_time_can_be_shown() {
         "UPDATE jobs SET run_at = $1, updated_at = $1, created_at = -5",
         &[SqlValue::Int(i64::MAX)],
     );
-    let (status, jobs) = app.admin("GET", "/api/jobs", "t").await;
+    let (status, jobs) = app.admin("GET", "/api/jobs", ADMIN).await;
     assert_eq!(status, 200, "{jobs}");
     assert_eq!(jobs[0]["next_run"], "9999-12-31T23:59:59.999Z");
     let (status, _) = app
-        .admin("GET", &format!("/api/jobs/{}", jobs[0]["id"]), "t")
+        .admin("GET", &format!("/api/jobs/{}", jobs[0]["id"]), ADMIN)
         .await;
     assert_eq!(status, 200);
     let (ok, out, err) = cli(&app, &["jobs", "list"]);
@@ -78,7 +80,7 @@ async fn any_stored_time_can_be_shown() {
     let res = app
         .client
         .get(format!("http://{}/", app.admin_addr.unwrap()))
-        .basic_auth("x", Some("t"))
+        .basic_auth("x", Some(ADMIN))
         .send()
         .await
         .unwrap();
@@ -217,7 +219,7 @@ async fn a_run_stops_when_its_renewal_finds_the_lease_lost() {
         worker_loop: true,
         api_timeout_secs: 10,
         worker: "lease_secs = 2".into(),
-        admin_token: Some("t".into()),
+        admin_token: Some(ADMIN.into()),
         ..TestConfig::default().api(&api.uri())
     })
     .await;
@@ -238,7 +240,7 @@ async fn a_run_stops_when_its_renewal_finds_the_lease_lost() {
         let metrics = app
             .client
             .get(format!("http://{}/metrics", app.admin_addr.unwrap()))
-            .bearer_auth("t")
+            .bearer_auth(ADMIN)
             .send()
             .await
             .unwrap()
@@ -360,4 +362,55 @@ async fn the_process_exits_when_its_writer_dies() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert_eq!(status.code(), Some(70));
+}
+
+/// The platform API client never follows a redirect: a 307 on a refund
+/// would send the POST, with the account's token, wherever it points. The
+/// answer is a refusal, and the other host hears nothing.
+#[tokio::test]
+async fn a_redirect_from_the_api_is_not_followed() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let elsewhere = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .mount(&elsewhere)
+        .await;
+    let api = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(307).insert_header(
+            "location",
+            format!("{}/v1/payments/1/refunds", elsewhere.uri()),
+        ))
+        .mount(&api)
+        .await;
+    let config = pointhook::config::Config::from_toml(
+        &format!(
+            "[storage]\npath = \"x.db\"\n[api]\nbase_url = {:?}\n\
+             [[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n",
+            api.uri()
+        ),
+        Vec::new(),
+    )
+    .unwrap();
+    let client = pointhook::api::ApiClient::new(
+        &config.api,
+        &config.resolve_accounts().unwrap(),
+        Arc::new(pointhook::metrics::Metrics::new()),
+    )
+    .unwrap();
+    let payment = pointhook::domain::PaymentId::parse("1").unwrap();
+    let answer = client.refund_payment("default", &payment, "key-1").await;
+    assert!(
+        matches!(
+            answer,
+            Err(pointhook::api::ApiError::Refused { status: 307, .. })
+        ),
+        "{answer:?}"
+    );
+    assert_eq!(api.received_requests().await.unwrap().len(), 1);
+    assert!(
+        elsewhere.received_requests().await.unwrap().is_empty(),
+        "the redirect was followed"
+    );
 }

@@ -16,7 +16,7 @@ use crate::platform::{Merchant, RunningSandbox, TOKEN};
 use crate::runner::{run_script, script, sdk_python};
 
 /// One terminal per flow of the script, so that their presets never meet.
-const ADMIN: &str = "admin-token-for-tests";
+const ADMIN: &str = "admin-token-for-tests-0123456789abcdef";
 const TERMINALS: [&str; 8] = [
     "PAX_A910__SDKORDERS0001",
     "PAX_A910__SDKORDERS0002",

@@ -95,6 +95,7 @@ fn delivery(work: &Work, body: &str) -> NewDelivery {
         headers: "{}".into(),
         body: bytes::Bytes::copy_from_slice(body.as_bytes()),
         body_size: None,
+        body_sha256: None,
         remote_addr: "127.0.0.1:1".into(),
         fingerprint: fingerprint(
             "default",
@@ -764,6 +765,57 @@ async fn the_duplicate_check_seeks_its_index_on_a_new_database() {
     .unwrap();
     assert!(plan.contains("deliveries_resource"), "{plan}");
     assert!(!plan.contains("Sort"), "{plan}");
+}
+
+/// On a new PostgreSQL database, the generic plans of the job lease's two
+/// lists are each one seek of an index, read in the list's order: the due
+/// pending jobs oldest first, the live lane newest first (its partial
+/// index, backwards); no sort of what a backlog holds.
+#[tokio::test]
+async fn the_lease_lists_seek_their_indexes_on_a_new_database() {
+    let Some((pg, s)) = postgres_store().await else {
+        return;
+    };
+    s.close().await;
+    let plans = crate::backends::run(&pg.url, |c| async move {
+        c.batch_execute(
+            "SET plan_cache_mode = force_generic_plan;
+             PREPARE due(bigint, bigint) AS
+                 SELECT id, run_at FROM jobs WHERE state = 0 AND run_at <= $1
+                 ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED;
+             PREPARE live(bigint, bigint) AS
+                 SELECT id, run_at FROM jobs WHERE state = 0 AND lane = 0 AND run_at <= $1
+                 ORDER BY run_at DESC LIMIT $2 FOR UPDATE SKIP LOCKED;",
+        )
+        .await?;
+        let mut plans = Vec::new();
+        for name in ["due", "live"] {
+            let rows = c
+                .query(&format!("EXPLAIN EXECUTE {name}(1, 8)"), &[])
+                .await?;
+            plans.push(
+                rows.iter()
+                    .map(|r| r.get::<_, String>(0))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            );
+        }
+        Ok(plans)
+    })
+    .unwrap();
+    assert!(
+        plans[0].contains("Index Scan using jobs_runnable"),
+        "{}",
+        plans[0]
+    );
+    assert!(
+        plans[1].contains("Index Scan Backward using jobs_live"),
+        "{}",
+        plans[1]
+    );
+    for plan in &plans {
+        assert!(!plan.contains("Sort"), "{plan}");
+    }
 }
 
 /// A lone delivery is committed in a transaction of its own statement; an

@@ -1,6 +1,7 @@
 //! The accept loop every listener shares (the notification endpoint, the
 //! admin API, the sandbox): a cap on open connections overall and per
-//! address, a header read timeout, and a bounded graceful drain. A route
+//! address, a header read timeout, a bounded buffer per connection, and a
+//! bounded graceful drain. A route
 //! table (axum's `Router`) is served through it by [`RouterHandler`], so
 //! its limits hold there too.
 
@@ -22,6 +23,12 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use crate::response::{self, Body};
+
+/// The most a connection buffers, unfinished headers included (hyper
+/// answers 431 past it). Hyper's default, about 400 KB, let 1,024
+/// connections that never finish their headers hold some 400 MB; nothing
+/// any listener serves needs more than a few KiB of headers.
+pub const CONNECTION_BUFFER: usize = 32 * 1024;
 
 /// What the accept loop bounds.
 #[derive(Debug, Clone)]
@@ -89,6 +96,7 @@ pub async fn serve_with<H: Handler>(
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.read_timeout)
+        .max_buf_size(CONNECTION_BUFFER)
         .keep_alive(true);
     tokio::spawn(keep_a_timer_ahead(limits.read_timeout, shutdown.clone()));
 

@@ -10,6 +10,10 @@
 //! platform's docs and SDKs have disagreed on it. The timestamp is checked
 //! only when a tolerance is set (the SDKs' default is none). Any header
 //! value, however odd, is a clean rejection.
+//!
+//! A signature binds `data.id` and nothing else (not the body): one over a
+//! manifest with no id would vouch for any body, so there is nothing to
+//! verify without a `data.id`, and `verify` takes one.
 
 use std::time::{Duration, SystemTime};
 
@@ -19,8 +23,9 @@ use sha2::Sha256;
 /// What a signed request carries, straight from its query and headers.
 #[derive(Debug, Clone, Copy)]
 pub struct SignedParts<'a> {
-    /// `data.id` from the query, exactly as received.
-    pub data_id: Option<&'a str>,
+    /// `data.id` from the query, exactly as received. Required: a
+    /// signature that binds no id authenticates nothing.
+    pub data_id: &'a str,
     pub request_id: Option<&'a [u8]>,
     pub signature: Option<&'a [u8]>,
 }
@@ -68,6 +73,8 @@ fn seconds(ts: u64) -> u64 {
 pub enum SignatureError {
     #[error("x-signature header is missing")]
     Missing,
+    #[error("x-signature binds nothing: there is no data.id in the query")]
+    Unbound,
     #[error("x-signature header is malformed: {0}")]
     Malformed(&'static str),
     #[error("x-request-id header is not printable ASCII")]
@@ -108,16 +115,16 @@ pub fn verify(
                 .ok_or(SignatureError::BadRequestId)?,
         ),
     };
-    let data_id = parts.data_id.map(str::trim).filter(|d| !d.is_empty());
+    let data_id = Some(parts.data_id.trim())
+        .filter(|d| !d.is_empty())
+        .ok_or(SignatureError::Unbound)?;
 
-    let matches = |secret: &[u8], id: Option<&str>| {
+    let matches = |secret: &[u8], id: &str| {
         let mut mac =
             <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC takes keys of any size");
-        if let Some(id) = id {
-            mac.update(b"id:");
-            mac.update(id.as_bytes());
-            mac.update(b";");
-        }
+        mac.update(b"id:");
+        mac.update(id.as_bytes());
+        mac.update(b";");
         if let Some(r) = request_id {
             mac.update(b"request-id:");
             mac.update(r.as_bytes());
@@ -129,13 +136,11 @@ pub fn verify(
         // Constant-time comparison.
         mac.verify_slice(&v1).is_ok()
     };
-    let lower = data_id
-        .map(str::to_ascii_lowercase)
-        .filter(|l| Some(l.as_str()) != data_id);
+    let lower = Some(data_id.to_ascii_lowercase()).filter(|l| l != data_id);
     let verified = secrets.iter().enumerate().find_map(|(i, secret)| {
         let id_form = if matches(secret, data_id) {
             IdForm::AsReceived
-        } else if lower.is_some() && matches(secret, lower.as_deref()) {
+        } else if lower.as_deref().is_some_and(|l| matches(secret, l)) {
             IdForm::Lowercased
         } else {
             return None;
@@ -235,7 +240,7 @@ mod tests {
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
     }
 
-    fn parts<'a>(id: Option<&'a str>, req: Option<&'a str>, sig: &'a str) -> SignedParts<'a> {
+    fn parts<'a>(id: &'a str, req: Option<&'a str>, sig: &'a str) -> SignedParts<'a> {
         SignedParts {
             data_id: id,
             request_id: req.map(str::as_bytes),
@@ -256,8 +261,9 @@ mod tests {
                 Some(t) => t.as_u64(),
                 None => doc["tolerance_seconds"].as_u64(),
             };
+            let data_id = v["query_data_id"].as_str().unwrap_or_default();
             let parts = SignedParts {
-                data_id: v["query_data_id"].as_str(),
+                data_id,
                 request_id: v["x_request_id"].as_str().map(str::as_bytes),
                 signature: v["x_signature"].as_str().map(str::as_bytes),
             };
@@ -267,6 +273,16 @@ mod tests {
                 at(v["now_unix"].as_u64().unwrap()),
                 tolerance.map(Duration::from_secs),
             );
+            // With no data.id a signature binds nothing, whatever the
+            // file says the validators answer.
+            if data_id.trim().is_empty()
+                && v["x_signature"]
+                    .as_str()
+                    .is_some_and(|s| !s.trim().is_empty())
+            {
+                assert_eq!(result, Err(SignatureError::Unbound), "vector {name}");
+                continue;
+            }
             let expected = v["valid"].as_bool().unwrap() || lenient.contains(&name);
             assert_eq!(result.is_ok(), expected, "vector {name}: {result:?}");
         }
@@ -306,12 +322,12 @@ mod tests {
             Some("r"),
             1763632800,
         );
-        let ok = |sig: &str| verify(&[secret], parts(Some(id), Some("r"), sig), at(0), None);
+        let ok = |sig: &str| verify(&[secret], parts(id, Some("r"), sig), at(0), None);
         assert_eq!(ok(&as_received).unwrap().id_form, IdForm::AsReceived);
         assert_eq!(ok(&lowered).unwrap().id_form, IdForm::Lowercased);
         let stale = verify(
             &[secret],
-            parts(Some(id), Some("r"), &as_received),
+            parts(id, Some("r"), &as_received),
             at(1763632800 + 301),
             Some(Duration::from_secs(300)),
         );
@@ -334,7 +350,7 @@ mod tests {
             format!("ts=1700000000,=x,foo=,v1={hash}"),
         ] {
             assert!(
-                verify(&[secret], parts(Some("1"), Some("r"), &header), at(0), None).is_ok(),
+                verify(&[secret], parts("1", Some("r"), &header), at(0), None).is_ok(),
                 "{header}"
             );
         }
@@ -355,11 +371,29 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                verify(&[secret], parts(Some("1"), None, header), at(0), None),
+                verify(&[secret], parts("1", None, header), at(0), None),
                 Err(error),
                 "{header}"
             );
         }
+    }
+
+    /// A manifest without `id:` is signed over no resource: a header made
+    /// over one verifies nothing, whatever the query or body.
+    #[test]
+    fn a_signature_that_binds_no_id_verifies_nothing() {
+        let secret = b"k";
+        let unbound = sign(secret, None, Some("r"), 1);
+        for id in ["", "  "] {
+            assert_eq!(
+                verify(&[secret], parts(id, Some("r"), &unbound), at(1), None),
+                Err(SignatureError::Unbound)
+            );
+        }
+        assert_eq!(
+            verify(&[secret], parts("5", Some("r"), &unbound), at(1), None),
+            Err(SignatureError::Mismatch)
+        );
     }
 
     #[test]
@@ -367,12 +401,12 @@ mod tests {
         let header = sign(b"second", Some("5"), None, 1);
         let v = verify(
             &[b"first", b"second"],
-            parts(Some("5"), None, &header),
+            parts("5", None, &header),
             at(1),
             None,
         );
         assert_eq!(v.unwrap().secret, 1);
-        let v = verify(&[b"first"], parts(Some("5"), None, &header), at(1), None);
+        let v = verify(&[b"first"], parts("5", None, &header), at(1), None);
         assert_eq!(v, Err(SignatureError::Mismatch));
     }
 
@@ -404,14 +438,14 @@ mod tests {
             b"v1=zz,ts=1",
         ] {
             let parts = SignedParts {
-                data_id: Some("1"),
+                data_id: "1",
                 request_id: Some(b"\xff"),
                 signature: Some(header),
             };
             assert!(verify(&[secret], parts, at(1), Some(Duration::from_secs(300))).is_err());
         }
         let parts = SignedParts {
-            data_id: None,
+            data_id: "",
             request_id: None,
             signature: None,
         };

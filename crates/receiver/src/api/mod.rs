@@ -213,7 +213,8 @@ pub enum ApiError {
 pub enum ErrorClass {
     /// Try again later (after this long, when the platform said so).
     Retry(Option<Duration>),
-    /// Not readable yet, perhaps: retried a few times, then permanent.
+    /// Not readable yet, perhaps: retried a few times (`rules::wait`), then
+    /// given up.
     NotFound,
     Permanent,
 }
@@ -278,7 +279,10 @@ impl ApiClient {
         metrics: crate::metrics::SharedMetrics,
     ) -> anyhow::Result<ApiClient> {
         crate::tls::install_default_provider();
+        // A redirect is an answer, never followed: a 307 on a refund would
+        // send the POST, token and all, wherever the answer points.
         let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(config.timeout_secs))
             .connect_timeout(Duration::from_secs(config.timeout_secs.min(5)))
             .user_agent(concat!("pointhook/", env!("CARGO_PKG_VERSION")))

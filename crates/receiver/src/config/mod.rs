@@ -64,7 +64,9 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     pub path: String,
     pub max_body_bytes: usize,
-    /// Requests per second per remote address; 0 turns the limit off.
+    /// Requests per second per remote address (a burst of as many); 0
+    /// turns the limit off. On by default, far above one merchant's real
+    /// traffic (`defaults::RATE_LIMIT_PER_IP`).
     pub rate_limit_per_ip: u32,
     /// How long a client may take to send its headers, and then its body.
     pub read_timeout_secs: u64,
@@ -81,7 +83,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             path: "/notifications".into(),
             max_body_bytes: 65_536,
-            rate_limit_per_ip: 0,
+            rate_limit_per_ip: defaults::RATE_LIMIT_PER_IP,
             read_timeout_secs: 10,
             max_connections: 1024,
             max_connections_per_ip: 256,
@@ -187,6 +189,10 @@ pub struct FulfillmentConfig {
     pub unsigned: bool,
 }
 
+/// The shortest admin token accepted: it guards every operator action, and
+/// the listener may face a network.
+pub const ADMIN_TOKEN_MIN: usize = 32;
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdminConfig {
@@ -281,6 +287,15 @@ impl Default for LogConfig {
 mod defaults {
     use std::net::SocketAddr;
 
+    /// What one address may send per second. A merchant's real traffic is
+    /// its sales told some six times each (IPN and webhook, for the payment
+    /// and for its order, and their updates): 50 sales a second, more than
+    /// almost any single shop sells at its peak, is 300 notifications a
+    /// second. A client above 1,000 is a flood, and a 429 never reaches
+    /// the platform's real traffic (it would lose a fraud alert webhook,
+    /// which is never sent again).
+    pub const RATE_LIMIT_PER_IP: u32 = 1000;
+
     pub fn retention_days() -> u64 {
         7
     }
@@ -348,7 +363,7 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let mut table: toml::Table = text
             .parse()
-            .map_err(|e: toml::de::Error| ConfigError::new("config", one_line(&e.to_string())))?;
+            .map_err(|e: toml::de::Error| ConfigError::new("config", syntax_error(text, &e)))?;
         env::apply_overrides(&mut table, vars)?;
         let config: Config =
             serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
@@ -497,7 +512,16 @@ impl Config {
         }
         // Secrets must be readable now, not at the first request.
         self.resolve_accounts()?;
-        self.admin_token()?;
+        if let Some(token) = self.admin_token()?
+            && token.expose().chars().count() < ADMIN_TOKEN_MIN
+        {
+            return Err(ConfigError::new(
+                "admin.token",
+                format!(
+                    "must be at least {ADMIN_TOKEN_MIN} characters (e.g. `openssl rand -hex 32`)"
+                ),
+            ));
+        }
         self.destinations()?;
         Ok(())
     }
@@ -759,6 +783,20 @@ fn plain_http(url: &Url) -> bool {
         && !matches!(url.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback())
         && !matches!(url.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback())
         && url.host_str() != Some("localhost")
+}
+
+/// Where the TOML is broken, by line and column only: the parser's own
+/// message quotes the line, and that line may hold a token.
+fn syntax_error(text: &str, e: &toml::de::Error) -> String {
+    let Some(at) = e.span().map(|s| s.start.min(text.len())) else {
+        return "not valid TOML (the text is not shown: it may hold a secret)".into();
+    };
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!(
+        "not valid TOML at line {line}, column {column} (the line is not shown: it may hold a secret)"
+    )
 }
 
 fn one_line(s: &str) -> String {

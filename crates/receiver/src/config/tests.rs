@@ -31,6 +31,62 @@ fn sample_config_parses() {
     assert_eq!(config.accounts[0].name, "default");
 }
 
+/// Every key a configuration file shows, set or commented out
+/// (`# key = …`), as `section.key`.
+fn shown_keys(text: &str) -> std::collections::BTreeSet<String> {
+    let mut section = String::new();
+    let mut keys = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let line = line.strip_prefix('#').map_or(line, str::trim_start);
+        let name_like = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'.')
+        };
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_start_matches('[');
+            if let Some(name) = header.split(']').next().filter(|n| name_like(n)) {
+                section = name.to_string();
+                keys.insert(format!("[{section}]"));
+            }
+        } else if let Some((key, _)) = line.split_once(" = ")
+            && name_like(key)
+        {
+            keys.insert(format!("{section}.{key}"));
+        }
+    }
+    keys
+}
+
+/// The packaged configuration is the sample with the packaging's own
+/// preamble and database path: every key one shows, the other shows too.
+#[test]
+fn the_packaged_config_is_the_sample_with_its_own_path() {
+    let sample = include_str!("../../../../sample-config.toml");
+    let packaged = include_str!("../../../../packaging/pointhook.toml");
+    parse(packaged).expect("packaging/pointhook.toml must parse");
+    let (sample_keys, packaged_keys) = (shown_keys(sample), shown_keys(packaged));
+    assert!(sample_keys.len() > 40, "{sample_keys:?}");
+    let missing: Vec<_> = sample_keys.difference(&packaged_keys).collect();
+    assert!(
+        missing.is_empty(),
+        "not in packaging/pointhook.toml: {missing:?}"
+    );
+    let extra: Vec<_> = packaged_keys.difference(&sample_keys).collect();
+    assert!(extra.is_empty(), "not in sample-config.toml: {extra:?}");
+    let from = |text: &'static str| &text[text.find("# pointhook configuration.").unwrap()..];
+    assert_eq!(
+        from(packaged),
+        from(sample).replacen(
+            "path = \"pointhook.db\"",
+            "path = \"/var/lib/pointhook/pointhook.db\"",
+            1
+        ),
+        "packaging/pointhook.toml after its preamble is sample-config.toml with the packaged path"
+    );
+}
+
 #[test]
 fn sample_config_values_are_the_defaults() {
     let sample = parse(include_str!("../../../../sample-config.toml")).unwrap();
@@ -67,7 +123,7 @@ url = \"http://127.0.0.1:9000/events\"
 secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"
 [admin]
 listen = \"127.0.0.1:0\"
-token = \"t\"
+token = \"0123456789abcdef0123456789abcdef\"
 [worker]
 enabled = false
 "
@@ -205,16 +261,30 @@ fn secrets_are_read_from_files() {
 }
 
 #[test]
+fn the_admin_token_has_at_least_32_characters() {
+    let with = |token: &str| parse(&format!("{MINIMAL}[admin]\ntoken = {token:?}\n"));
+    let e = with(&"x".repeat(31)).unwrap_err();
+    assert_eq!(e.key, "admin.token");
+    assert!(e.message.contains("at least 32"), "{}", e.message);
+    assert!(with(&"x".repeat(32)).is_ok());
+    // Characters, not bytes.
+    assert!(with(&"é".repeat(31)).is_err());
+}
+
+#[test]
 fn a_numeric_secret_from_the_environment_keeps_its_digits() {
     let c = parse_env(
-        &(MINIMAL.to_string() + "[admin]\ntoken = \"x\"\n"),
+        &(MINIMAL.to_string() + "[admin]\ntoken = \"0123456789abcdef0123456789abcdef\"\n"),
         &[
-            ("POINTHOOK_ADMIN_TOKEN", "0000000042"),
+            ("POINTHOOK_ADMIN_TOKEN", "00000000000000000000000000000042"),
             ("POINTHOOK_ACCOUNTS_0_ACCESS_TOKEN", "007"),
         ],
     )
     .unwrap();
-    assert_eq!(c.admin_token().unwrap().unwrap().expose(), "0000000042");
+    assert_eq!(
+        c.admin_token().unwrap().unwrap().expose(),
+        "00000000000000000000000000000042"
+    );
     assert_eq!(
         c.resolve_accounts().unwrap()[0].access_token.expose(),
         "007"

@@ -21,7 +21,7 @@ pub use ids::{
     ResourceId, kinds,
 };
 pub use states::{
-    DestinationState, EventState, IntentState, JobKind, JobState, Kind, Review, SignatureStatus,
-    UnauthenticatedAlerts,
+    DestinationState, EventState, IntentState, JobKind, JobState, Kind, Lane, Review,
+    SignatureStatus, UnauthenticatedAlerts,
 };
 pub use work::{FraudAlert, Work};

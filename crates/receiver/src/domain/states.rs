@@ -101,6 +101,8 @@ pub enum SignatureStatus {
     /// a payment-intent body, which is only a pointer).
     Unsigned = 3,
     /// Valid, but the manifest names no resource: it authenticates nothing.
+    /// Written by earlier versions only: a signature with no `data.id` to
+    /// bind is now treated as no signature at all.
     ValidUnbound = 4,
 }
 
@@ -113,6 +115,19 @@ pub enum JobState {
     Running = 1,
     Done = 2,
     Dead = 3,
+}
+
+/// Which queue a pending job waits in (DESIGN section 1): a notification
+/// that just arrived is worked before the backlog, newest first; the
+/// backlog (retries, reconciliation, a run interrupted) keeps a bounded
+/// share, oldest first, so nothing starves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "snake_case")]
+#[repr(i16)]
+pub enum Lane {
+    /// A notification's first attempt (or the first after it came again).
+    Live = 0,
+    Backlog = 1,
 }
 
 /// Where an outbound event is: an event as a whole (`events`), or its
@@ -204,6 +219,7 @@ named!(
     IntentState,
     SignatureStatus,
     JobState,
+    Lane,
     EventState,
     DestinationState,
     Review

@@ -12,26 +12,13 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
 use super::classify::{Classified, ClassifyError, Query, classify};
+use super::record::{self, TooLarge};
 use super::response::{self, Body};
 use super::verify::{self, SignedParts};
 use crate::clock::Clock;
 use crate::config::Account;
 use crate::domain::{Kind, SignatureStatus};
 use crate::store::{self, NewDelivery, NewJob, Store};
-
-/// The headers kept with each delivery.
-const KEPT_HEADERS: &[&str] = &[
-    "content-type",
-    "user-agent",
-    "x-request-id",
-    "x-signature",
-    "x-retry",
-    "x-forwarded-for",
-];
-
-/// The most of a body kept for a notification nothing acts on: enough to
-/// see what it was, not a place to store anything.
-pub const IGNORED_BODY_CAP: usize = 4096;
 
 /// What the endpoint needs; built once at start-up.
 pub struct Ingest {
@@ -97,6 +84,19 @@ impl Refusal {
     }
 }
 
+impl From<TooLarge> for Refusal {
+    fn from(e: TooLarge) -> Refusal {
+        let (status, code) = match e {
+            TooLarge::Query => (StatusCode::URI_TOO_LONG, "query_too_long"),
+            TooLarge::Header(_) | TooLarge::Headers => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "header_too_large",
+            ),
+        };
+        Refusal::new(status, code, e.to_string())
+    }
+}
+
 impl From<ClassifyError> for Refusal {
     fn from(e: ClassifyError) -> Refusal {
         Refusal::new(StatusCode::BAD_REQUEST, e.code(), e.to_string())
@@ -130,7 +130,7 @@ impl Ingest {
         peer: SocketAddr,
     ) -> Result<(hyper::Response<Body>, &'static str, &'static str), Refusal> {
         let received_at = self.clock.now();
-        let raw_query = req.uri().query().unwrap_or("").to_string();
+        let raw_query = record::query(req.uri().query().unwrap_or(""))?.to_string();
         let query = Query::parse(&raw_query);
         let account = self
             .accounts
@@ -138,6 +138,7 @@ impl Ingest {
             .map_err(|m| Refusal::new(StatusCode::NOT_FOUND, "unknown_account", m))?;
 
         let (parts, body) = req.into_parts();
+        let headers = record::kept_headers(&parts.headers)?;
         let body = self.read_body(&parts.headers, body).await?;
         let mut classified = classify(&query, &body)?;
         let (signature, signature_key) = self.check_signature(
@@ -149,30 +150,28 @@ impl Ingest {
         )?;
 
         let resource_id = classified.resource_id.as_ref().map_or("", |r| r.as_str());
+        let fingerprint = store::fingerprint(
+            &account.name,
+            classified.kind,
+            &classified.topic,
+            resource_id,
+            &body,
+        );
+        let kept = record::body(&classified, body);
         let delivery = NewDelivery {
             received_at: store::unix_ms(received_at),
             account: account.name.clone(),
             kind: classified.kind,
-            fingerprint: store::fingerprint(
-                &account.name,
-                classified.kind,
-                &classified.topic,
-                resource_id,
-                &body,
-            ),
-            topic: classified.topic.clone(),
+            fingerprint,
+            topic: record::text(&classified.topic),
             resource_id: resource_id.to_string(),
-            notification_id: classified.notification_id.clone(),
-            source_news: query.get("source_news").map(str::to_string),
+            notification_id: classified.notification_id.as_deref().map(record::text),
+            source_news: query.get("source_news").map(record::text),
             query: raw_query,
-            headers: kept_headers(&parts.headers),
-            body_size: (classified.work.is_none() && body.len() > IGNORED_BODY_CAP)
-                .then_some(body.len()),
-            body: if classified.work.is_none() {
-                body.slice(..body.len().min(IGNORED_BODY_CAP))
-            } else {
-                body
-            },
+            headers,
+            body_size: kept.cut.map(|(size, _)| size),
+            body_sha256: kept.cut.map(|(_, hash)| hash),
+            body: kept.bytes,
             remote_addr: peer.to_string(),
             signature,
             signature_key,
@@ -256,10 +255,13 @@ impl Ingest {
     /// `require_signature = false`). A fraud alert that fails is kept as
     /// unverified rather than refused, because the platform never sends it
     /// again; a payment-intent body is only a pointer, so it is kept too.
-    /// A valid signature authenticates a fraud alert only when it binds the
-    /// alert's resource (`data.id`) and was made within `FRAUD_FRESHNESS`
-    /// (the platform never resends a fraud alert); its `{ts}:{v1}` is kept,
-    /// so the worker can refuse a signature seen on another delivery.
+    /// A signature binds the query's `data.id` and nothing else: with no
+    /// `data.id` it vouches for nothing, and the webhook is answered as an
+    /// unsigned one. A valid signature authenticates a fraud alert only
+    /// when that id is the alert's resource (`data.id`) and it was made
+    /// within `FRAUD_FRESHNESS` (the platform never resends a fraud alert);
+    /// its `{ts}:{v1}` is kept, so the worker can refuse a signature seen on
+    /// another delivery.
     fn check_signature(
         &self,
         account: &Account,
@@ -272,19 +274,35 @@ impl Ingest {
             return Ok((SignatureStatus::NotChecked, None));
         }
         let kept_anyway = classified.is_fraud_alert() || classified.kind == Kind::IntentWebhook;
-        let signature = headers
+        let header = headers
             .get("x-signature")
             .map(|v| v.as_bytes())
             .filter(|v| !v.trim_ascii().is_empty());
-        if signature.is_none() && (!account.require_signature || kept_anyway) {
-            if classified.is_fraud_alert() && account.require_signature {
-                self.metrics.signature_failed();
-                tracing::warn!(account = %account.name, "fraud alert without a signature: stored as unverified");
-                return Ok((SignatureStatus::Invalid, None));
+        let data_id = query.get("data.id").filter(|d| !d.trim().is_empty());
+        let Some((data_id, signature)) = data_id.zip(header) else {
+            // A webhook with no data.id of a type nothing acts on (Card
+            // Updater's has none to sign) asks for nothing a signature
+            // could vouch for: it is kept as an unsigned one, not refused.
+            let asks_nothing = data_id.is_none() && classified.work.is_none();
+            if !account.require_signature || kept_anyway || asks_nothing {
+                if classified.is_fraud_alert() && account.require_signature {
+                    self.metrics.signature_failed();
+                    tracing::warn!(account = %account.name, "fraud alert without a signature over its data.id: stored as unverified");
+                    return Ok((SignatureStatus::Invalid, None));
+                }
+                return Ok((SignatureStatus::Unsigned, None));
             }
-            return Ok((SignatureStatus::Unsigned, None));
-        }
-        let data_id = query.get("data.id");
+            self.metrics.signature_failed();
+            let error = match header {
+                None => verify::SignatureError::Missing,
+                Some(_) => verify::SignatureError::Unbound,
+            };
+            return Err(Refusal::new(
+                StatusCode::UNAUTHORIZED,
+                "bad_signature",
+                error.to_string(),
+            ));
+        };
         let secrets: Vec<&[u8]> = account
             .webhook_secrets
             .iter()
@@ -293,18 +311,13 @@ impl Ingest {
         let parts = SignedParts {
             data_id,
             request_id: headers.get("x-request-id").map(|v| v.as_bytes()),
-            signature,
+            signature: Some(signature),
         };
         match verify::verify(&secrets, parts, now, account.signature_tolerance) {
             Ok(v) => {
                 tracing::debug!(id_form = ?v.id_form, secret = v.secret, "signature verified");
-                match data_id {
-                    Some(id) => {
-                        classified.authenticate(id, v.fresh(now, FRAUD_FRESHNESS));
-                        Ok((SignatureStatus::Valid, Some(v.key)))
-                    }
-                    None => Ok((SignatureStatus::ValidUnbound, Some(v.key))),
-                }
+                classified.authenticate(data_id, v.fresh(now, FRAUD_FRESHNESS));
+                Ok((SignatureStatus::Valid, Some(v.key)))
             }
             Err(e) if kept_anyway => {
                 self.metrics.signature_failed();
@@ -327,39 +340,3 @@ impl Ingest {
 /// the platform sends an alert once, so an honest signature is fresh,
 /// whatever `signature_tolerance_secs` allows for other webhooks.
 const FRAUD_FRESHNESS: std::time::Duration = std::time::Duration::from_secs(300);
-
-fn kept_headers(headers: &HeaderMap) -> String {
-    // Borrowed and written straight out: building a JSON value first and
-    // printing it through `Display` cost 4 % of the runtime threads' time
-    // on the ack path. Sorted by name, as before.
-    let kept: std::collections::BTreeMap<&str, std::borrow::Cow<'_, str>> = KEPT_HEADERS
-        .iter()
-        .filter_map(|name| {
-            let value = headers.get(*name)?;
-            Some((*name, String::from_utf8_lossy(value.as_bytes())))
-        })
-        .collect();
-    serde_json::to_string(&kept).unwrap_or_else(|_| "{}".into())
-}
-
-#[cfg(test)]
-mod tests {
-    use http::{HeaderMap, HeaderValue};
-
-    #[test]
-    fn kept_headers_are_the_listed_ones_sorted_escaped_and_lossy() {
-        let mut headers = HeaderMap::new();
-        headers.insert("x-request-id", HeaderValue::from_static("r\"1\\"));
-        headers.insert("content-type", HeaderValue::from_static("application/json"));
-        headers.insert("authorization", HeaderValue::from_static("Bearer secret"));
-        headers.insert(
-            "user-agent",
-            HeaderValue::from_bytes(b"feed \xff\tv").unwrap(),
-        );
-        assert_eq!(
-            super::kept_headers(&headers),
-            r#"{"content-type":"application/json","user-agent":"feed �\tv","x-request-id":"r\"1\\"}"#
-        );
-        assert_eq!(super::kept_headers(&HeaderMap::new()), "{}");
-    }
-}

@@ -8,6 +8,7 @@ pub mod classify;
 mod health;
 pub mod ingest;
 mod lenient_json;
+pub mod record;
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;

@@ -408,7 +408,7 @@ fn sighting(endpoint: &'static str, version: String, work: Work) -> Sighting {
         endpoint,
         resource_id: work.resource_id(),
         version,
-        job: NewJob::for_work(&work),
+        job: NewJob::for_work(&work).in_backlog(),
     }
 }
 
@@ -447,6 +447,7 @@ fn delivery(account: &str, change: &Change, now: i64) -> NewDelivery {
         ),
         body: body.into(),
         body_size: None,
+        body_sha256: None,
         remote_addr: String::new(),
         signature: SignatureStatus::NotChecked,
         signature_key: None,

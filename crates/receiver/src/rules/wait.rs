@@ -14,6 +14,11 @@ pub enum Wait {
     /// The API does not know the resource (404): a notification can come
     /// before its resource reads.
     NotFound,
+    /// The same, for what a notification anybody could have sent named (an
+    /// IPN, an unsigned webhook): two reads at most, then the job ends
+    /// without a decision and reconciliation finds the resource if it is
+    /// real. A flood of made-up ids costs the account's quota that much.
+    NotFoundUnauthenticated,
 }
 
 impl Wait {
@@ -23,6 +28,7 @@ impl Wait {
             Wait::OrderBehind => 8,
             Wait::NotFinal => 6,
             Wait::NotFound => 5,
+            Wait::NotFoundUnauthenticated => 2,
         }
     }
 }

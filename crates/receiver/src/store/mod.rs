@@ -21,8 +21,9 @@ use tokio::sync::Notify;
 
 pub use crate::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use model::{
-    Attempted, BatchHealth, EventOutcome, FetchRow, Finish, Ingested, JobOutcome, Lease,
-    LeasedEvent, LeasedJob, NewDelivery, NewJob, Recorded, Recovery, Sighting, fingerprint,
+    Attempted, BACKLOG_TURN, BatchHealth, EventOutcome, FetchRow, Finish, Ingested, JobOutcome,
+    Lease, LeasedEvent, LeasedJob, NewDelivery, NewJob, Recorded, Recovery, Sighting, Take,
+    fingerprint,
 };
 pub use views::{
     Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, DestinationView,
@@ -174,6 +175,9 @@ struct Inner {
     events_ready: Arc<Notify>,
     /// The last readiness check: when, and whether storage took a write.
     readiness: Mutex<Option<(std::time::Instant, bool)>>,
+    /// Jobs leased through this handle so far: which lease slots are the
+    /// backlog's (`Take::at`).
+    leased: std::sync::atomic::AtomicU64,
 }
 
 enum Backend {
@@ -213,6 +217,7 @@ impl Store {
                 jobs_ready,
                 events_ready,
                 readiness: Mutex::new(None),
+                leased: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
@@ -336,15 +341,22 @@ impl Store {
         on!(self, b => b.release_all_leases().await)
     }
 
-    /// Leases up to `limit` due jobs; with fewer, tells when the next is due
-    /// (in the same statement on PostgreSQL).
+    /// Leases up to `limit` due jobs: the newest of the live lane first,
+    /// but one slot in `BACKLOG_TURN` goes to the oldest due job of all
+    /// (DESIGN section 1). With fewer, tells when the next is due (in the
+    /// same statement on PostgreSQL).
     pub async fn lease_jobs(
         &self,
         now: i64,
         lease_ms: i64,
         limit: usize,
     ) -> Result<Lease<LeasedJob>, StoreError> {
-        on!(self, b => b.lease_jobs(now, lease_ms, limit).await)
+        let turn = self
+            .inner
+            .leased
+            .fetch_add(limit as u64, std::sync::atomic::Ordering::Relaxed);
+        let take = Take::at(turn, limit);
+        on!(self, b => b.lease_jobs(now, lease_ms, take).await)
     }
 
     /// `false`: the lease is no longer this run's.

@@ -4,7 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::domain::{Effects, JobKind, Kind, SignatureStatus, Work};
+use crate::domain::{Effects, JobKind, Kind, Lane, SignatureStatus, Work};
 
 /// A request accepted at the notification endpoint, ready to store.
 #[derive(Debug, Clone)]
@@ -23,6 +23,8 @@ pub struct NewDelivery {
     pub body: bytes::Bytes,
     /// Set when `body` was cut short: the size received.
     pub body_size: Option<usize>,
+    /// Set with `body_size`: the SHA-256 of the whole body received.
+    pub body_sha256: Option<[u8; 32]>,
     pub remote_addr: String,
     pub fingerprint: [u8; 32],
     pub signature: SignatureStatus,
@@ -41,10 +43,12 @@ pub struct NewJob {
     pub work: String,
     /// `Work::rank`: coalescing keeps the work of the higher rank.
     pub rank: i64,
+    /// Where it waits: `Live` but for what reconciliation finds.
+    pub lane: Lane,
 }
 
 impl NewJob {
-    /// The job that runs `work`.
+    /// The job that runs `work`, in the live lane.
     pub fn for_work(work: &Work) -> NewJob {
         NewJob {
             key: work.job_key(),
@@ -52,6 +56,43 @@ impl NewJob {
             resource_id: work.resource_id(),
             work: work.to_json(),
             rank: work.rank(),
+            lane: Lane::Live,
+        }
+    }
+
+    /// The same job, waiting in the backlog (work nobody is waiting for).
+    pub fn in_backlog(self) -> NewJob {
+        NewJob {
+            lane: Lane::Backlog,
+            ..self
+        }
+    }
+}
+
+/// Of every `BACKLOG_TURN` jobs a worker leases, one is the backlog's
+/// oldest due job, when it has one: enough that retries and a backfill
+/// always move, little enough that a live sale waits behind at most a
+/// quarter of the slots.
+pub const BACKLOG_TURN: u64 = 4;
+
+/// What one lease takes: up to `limit` jobs, the first `backlog` of them
+/// (when due) the oldest of all, then the newest live ones, then the
+/// oldest again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Take {
+    pub limit: usize,
+    pub backlog: usize,
+}
+
+impl Take {
+    /// The lease of `limit` jobs whose first slot is the `turn`-th a worker
+    /// leases (from 0): the slots numbered `BACKLOG_TURN - 1` modulo
+    /// `BACKLOG_TURN` are the backlog's.
+    pub fn at(turn: u64, limit: usize) -> Take {
+        let end = turn.saturating_add(limit as u64);
+        Take {
+            limit,
+            backlog: (end / BACKLOG_TURN - turn / BACKLOG_TURN) as usize,
         }
     }
 }
@@ -113,6 +154,10 @@ pub struct LeasedJob {
     pub work: Result<Work, String>,
     /// This run's number, from 1.
     pub attempt: u32,
+    /// Its latest notification is one anybody could have sent (an IPN, a
+    /// webhook with no valid signature over its id): when the API does not
+    /// know what it names, the job gives up sooner (`rules::wait`).
+    pub unauthenticated: bool,
 }
 
 impl LeasedJob {

@@ -55,9 +55,10 @@ pub struct DeliveryDetail {
     /// The body exactly as received, when it is UTF-8 (else `body_base64`).
     pub body: Option<String>,
     pub body_base64: Option<String>,
-    /// Set when the body kept was cut short (a topic nothing acts on): the
-    /// size received.
+    /// Set when the body kept was cut short (nothing reads it again): the
+    /// size received, and the SHA-256 (hex) of the whole body.
     pub body_size: Option<i64>,
+    pub body_sha256: Option<String>,
     pub job: Option<JobSummary>,
 }
 

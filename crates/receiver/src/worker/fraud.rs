@@ -110,7 +110,7 @@ fn found<T>(answer: Result<T, ApiError>, job: &LeasedJob) -> Result<Lookup<T>, J
     match answer {
         Ok(v) => Ok(Lookup::Found(v)),
         Err(ApiError::NotFound { .. }) => Ok(Lookup::Missing),
-        Err(e) => Err(JobError::from_api(e, job.attempt)),
+        Err(e) => Err(JobError::from_api(e, job)),
     }
 }
 

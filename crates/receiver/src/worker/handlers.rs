@@ -34,7 +34,7 @@ fn overflow(what: String) -> impl FnOnce(Overflow) -> JobError {
 /// has one of this platform's, goes through the release rule.
 async fn payment(ctx: &Ctx<'_>, job: &LeasedJob, id: &PaymentId) -> Result<Effects, JobError> {
     let account = job.account.as_str();
-    let api_err = |e| JobError::from_api(e, job.attempt);
+    let api_err = |e| JobError::from_api(e, job);
     let payment = ctx.api.payment(account, id).await.map_err(api_err)?;
     let mut effects = Effects::one(rules::payment::updated(&payment));
     let Some(order_id) = payment.merchant_order.clone() else {
@@ -69,7 +69,7 @@ async fn merchant_order(
         .api
         .merchant_order(&job.account, id)
         .await
-        .map_err(|e| JobError::from_api(e, job.attempt))?;
+        .map_err(|e| JobError::from_api(e, job))?;
     rules::release::order_effects(&order).map_err(overflow(format!("merchant order {id}")))
 }
 
@@ -79,7 +79,7 @@ async fn chargeback(
     id: &ChargebackId,
 ) -> Result<Effects, JobError> {
     let account = job.account.as_str();
-    let api_err = |e| JobError::from_api(e, job.attempt);
+    let api_err = |e| JobError::from_api(e, job);
     let cb = ctx.api.chargeback(account, id).await.map_err(api_err)?;
     let mut effects = Effects::one(rules::chargeback::updated(&cb));
     for payment_id in &cb.payments {
@@ -101,7 +101,7 @@ async fn chargeback(
 /// payment, and decides from those.
 async fn intent(ctx: &Ctx<'_>, job: &LeasedJob, id: &IntentId) -> Result<Effects, JobError> {
     let account = job.account.as_str();
-    let api_err = |e| JobError::from_api(e, job.attempt);
+    let api_err = |e| JobError::from_api(e, job);
     let intent = ctx.api.payment_intent(account, id).await.map_err(api_err)?;
     let Some(state) = intent.state else {
         return not_final(
@@ -151,7 +151,7 @@ async fn platform_order(
 ) -> Result<Effects, JobError> {
     use rules::platform_order::{self as po, OrderDecision};
     let account = job.account.as_str();
-    let api_err = |e| JobError::from_api(e, job.attempt);
+    let api_err = |e| JobError::from_api(e, job);
     let order = ctx.api.platform_order(account, id).await.map_err(api_err)?;
     let (outcome, checked) = match po::status(&order) {
         OrderDecision::Final(outcome) => (outcome, None),

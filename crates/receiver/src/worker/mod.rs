@@ -77,23 +77,34 @@ pub enum JobError {
     /// The run no longer holds its lease: it stops and records nothing.
     #[error("the lease was lost")]
     LeaseLost,
+    /// The API does not know what an unauthenticated notification named,
+    /// after the reads `Wait::NotFoundUnauthenticated` allows: the job ends
+    /// without a decision, and reconciliation takes over.
+    #[error("{0}")]
+    Unknown(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 impl JobError {
-    fn from_api(e: ApiError, attempt: u32) -> JobError {
+    fn from_api(e: ApiError, job: &LeasedJob) -> JobError {
+        let not_found = if job.unauthenticated {
+            Wait::NotFoundUnauthenticated
+        } else {
+            Wait::NotFound
+        };
         match e.class() {
             ErrorClass::Retry(after) => JobError::Retry {
                 reason: e.to_string(),
                 after,
             },
-            ErrorClass::NotFound if wait::again(Wait::NotFound, attempt, u32::MAX) => {
+            ErrorClass::NotFound if wait::again(not_found, job.attempt, u32::MAX) => {
                 JobError::Retry {
                     reason: e.to_string(),
                     after: None,
                 }
             }
+            ErrorClass::NotFound if job.unauthenticated => JobError::Unknown(e.to_string()),
             ErrorClass::NotFound | ErrorClass::Permanent => JobError::Permanent(e.to_string()),
         }
     }
@@ -340,6 +351,10 @@ impl Worker {
             Err(JobError::Permanent(reason)) => {
                 tracing::error!(error = %reason, "job dead");
                 JobOutcome::Dead { error: reason }
+            }
+            Err(JobError::Unknown(reason)) => {
+                tracing::info!(error = %reason, attempts = job.attempt, "not found: nothing decided; reconciliation finds it if it appears");
+                JobOutcome::Done(crate::domain::Effects::default())
             }
             Err(JobError::Store(e)) => {
                 tracing::warn!(error = %e, "job hit a storage error; will be retried");

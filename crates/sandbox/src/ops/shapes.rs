@@ -339,7 +339,7 @@ mod tests {
             .unwrap()
             .1;
         let parts = signature::SignedParts {
-            data_id: Some("42"),
+            data_id: "42",
             request_id: Some(request_id.as_bytes()),
             signature: Some(signature.as_bytes()),
         };

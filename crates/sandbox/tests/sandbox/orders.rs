@@ -168,7 +168,7 @@ impl Orders {
     /// (its time is checked by `signed_at`).
     fn verified(&self, id: &str, headers: &http::HeaderMap) -> IdForm {
         let parts = SignedParts {
-            data_id: Some(id),
+            data_id: id,
             request_id: headers.get("x-request-id").map(|v| v.as_bytes()),
             signature: headers.get("x-signature").map(|v| v.as_bytes()),
         };

@@ -70,7 +70,7 @@ async fn a_recorded_notification_is_sent_again_as_it_was() {
     assert_ne!(header("x-request-id"), "old", "signed anew");
     let (request_id, sig) = (header("x-request-id"), header("x-signature"));
     let parts = SignedParts {
-        data_id: Some("123"),
+        data_id: "123",
         request_id: Some(request_id.as_bytes()),
         signature: Some(sig.as_bytes()),
     };

@@ -160,12 +160,19 @@ enum Credential {
     Basic(String),
 }
 
+/// `Authorization: SCHEME credentials`, the scheme in any case (RFC 7235,
+/// section 2.1).
 fn credential(req: &Request) -> Option<Credential> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
-    if let Some(token) = value.strip_prefix("Bearer ") {
-        return Some(Credential::Bearer(token.to_string()));
+    let (scheme, rest) = value.trim_start().split_once(' ')?;
+    let rest = rest.trim_start_matches(' ');
+    if scheme.eq_ignore_ascii_case("bearer") {
+        return Some(Credential::Bearer(rest.to_string()));
     }
-    let b64 = value.strip_prefix("Basic ")?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let b64 = rest;
     use base64::Engine;
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(b64.trim())
@@ -176,10 +183,17 @@ fn credential(req: &Request) -> Option<Credential> {
     ))
 }
 
+/// Both sides are hashed first, so the comparison (constant-time, by
+/// `subtle`) always runs over 32 bytes and tells nothing of the token's
+/// length either.
 fn token_matches(state: &AdminState, given: &[u8]) -> bool {
-    constant_time_eq(given, state.token.expose().as_bytes())
+    use sha2::{Digest, Sha256};
+    let given = Sha256::digest(given);
+    let token = Sha256::digest(state.token.expose().as_bytes());
+    constant_time_eq(&given, &token)
 }
 
+/// Equal bytes, compared in a time that depends on the length only.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    subtle::ConstantTimeEq::ct_eq(a, b).into()
 }

@@ -8,7 +8,7 @@ use bytes::BytesMut;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, accepts, to_sql_checked};
 
 use crate::domain::{
-    DestinationState, EventState, JobKind, JobState, Kind, Review, SignatureStatus,
+    DestinationState, EventState, JobKind, JobState, Kind, Lane, Review, SignatureStatus,
 };
 
 macro_rules! pg_enum {
@@ -37,6 +37,7 @@ pg_enum!(
     Kind,
     JobKind,
     JobState,
+    Lane,
     EventState,
     DestinationState,
     SignatureStatus,

@@ -39,7 +39,7 @@ use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
 use super::model::{
-    FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting,
+    FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting, Take,
 };
 use super::views::{
     DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health, JobDetail,
@@ -304,9 +304,9 @@ impl PgStore {
         &self,
         now: i64,
         lease_ms: i64,
-        limit: usize,
+        take: Take,
     ) -> Result<Lease<LeasedJob>, StoreError> {
-        work::lease(&self.client().await?, now, lease_ms, limit).await
+        work::lease(&self.client().await?, now, lease_ms, take).await
     }
 
     pub async fn renew_lease(&self, job: LeasedJob, until: i64) -> Result<bool, StoreError> {

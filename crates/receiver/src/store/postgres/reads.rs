@@ -71,7 +71,7 @@ pub async fn get_delivery(c: &Client, id: i64) -> Result<Option<DeliveryDetail>,
         .query_opt(
             &format!(
                 "SELECT {DELIVERY_COLUMNS}, notification_id, source_news, remote_addr, query,
-                        headers, body, body_size
+                        headers, body, body_size, body_sha256
                  FROM deliveries WHERE id = $1"
             ),
             &[&id],
@@ -108,6 +108,7 @@ pub async fn get_delivery(c: &Client, id: i64) -> Result<Option<DeliveryDetail>,
         body,
         body_base64,
         body_size: r.try_get(15)?,
+        body_sha256: r.try_get::<_, Option<Vec<u8>>>(16)?.map(hex::encode),
         summary,
         job,
     }))

@@ -219,6 +219,17 @@ const MIGRATIONS: &[&str] = &[
         SELECT 'default', 0, coalesce(max(created_at), 0) FROM events
         HAVING count(*) FILTER (WHERE state IN (0, 1, 2)) > 0;
     "#,
+    // 6: a body kept short keeps the SHA-256 of the whole one (as
+    // SQLite's 10).
+    r#"
+    ALTER TABLE deliveries ADD COLUMN body_sha256 BYTEA;
+    "#,
+    // 7: jobs wait in a lane (as SQLite's 11); the live lane's pending jobs
+    // have an index of their own, read newest first.
+    r#"
+    ALTER TABLE jobs ADD COLUMN lane SMALLINT NOT NULL DEFAULT 1;
+    CREATE INDEX jobs_live ON jobs (run_at) WHERE state = 0 AND lane = 0;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -13,14 +13,18 @@ use tokio_postgres::Row;
 use super::decisions::{self, Locked, OrderRows, upsert_orders};
 use super::prepared::{Params, prepared};
 use crate::domain::verdict::DecisionRules;
-use crate::domain::{JobState, OrderFlags};
+use crate::domain::{JobState, Kind, Lane, OrderFlags, SignatureStatus};
 use crate::store::StoreError;
-use crate::store::model::{FetchRow, Finish, JobOutcome, Lease, LeasedJob, NewDelivery, NewJob};
+use crate::store::model::{
+    FetchRow, Finish, JobOutcome, Lease, LeasedJob, NewDelivery, NewJob, Take,
+};
 
 const PENDING: i16 = JobState::Pending as i16;
 const RUNNING: i16 = JobState::Running as i16;
 const DONE: i16 = JobState::Done as i16;
 const DEAD: i16 = JobState::Dead as i16;
+const LIVE: i16 = Lane::Live as i16;
+const BACKLOG: i16 = Lane::Backlog as i16;
 
 /// How a new job coalesces with the one there is (DESIGN section 3): the
 /// same rules as the SQLite backend's.
@@ -28,8 +32,14 @@ fn on_conflict() -> String {
     format!(
         "ON CONFLICT (account, job_key) DO UPDATE SET
              rerun = CASE WHEN jobs.state = {RUNNING} THEN true ELSE jobs.rerun END,
-             attempts = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN 0 ELSE jobs.attempts END,
-             run_at = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN excluded.run_at ELSE jobs.run_at END,
+             attempts = CASE WHEN jobs.state = {RUNNING} THEN jobs.attempts ELSE 0 END,
+             run_at = CASE
+                 WHEN jobs.state IN ({DONE}, {DEAD}) THEN excluded.run_at
+                 WHEN jobs.state = {PENDING} AND excluded.lane = {LIVE}
+                     THEN least(jobs.run_at, excluded.run_at)
+                 ELSE jobs.run_at END,
+             lane = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN excluded.lane
+                         ELSE least(jobs.lane, excluded.lane) END,
              last_error = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN NULL ELSE jobs.last_error END,
              work = CASE WHEN excluded.work_rank >= jobs.work_rank THEN excluded.work ELSE jobs.work END,
              input_delivery_id = CASE WHEN excluded.work_rank >= jobs.work_rank
@@ -52,14 +62,14 @@ pub static INGEST: LazyLock<String> = LazyLock::new(|| {
          ), d AS (
              INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
                  notification_id, source_news, query, headers, body, remote_addr, fingerprint,
-                 duplicate_of, signature, job_key, body_size, signature_key)
+                 duplicate_of, signature, job_key, body_size, signature_key, body_sha256)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                 (SELECT id FROM dup), $13, $14, $15, $20)
+                 (SELECT id FROM dup), $13, $14, $15, $20, $21)
              RETURNING id, duplicate_of
          ), j AS (
              INSERT INTO jobs AS jobs (account, job_key, kind, resource_id, input_delivery_id,
-                 work, work_rank, state, run_at, created_at, updated_at)
-             SELECT $2, $14, $16, $17, d.id, $18, $19, {PENDING}, $1, $1, $1
+                 work, work_rank, state, run_at, created_at, updated_at, lane)
+             SELECT $2, $14, $16, $17, d.id, $18, $19, {PENDING}, $1, $1, $1, $22
              FROM d WHERE $14::text IS NOT NULL
              {}
              RETURNING id
@@ -75,12 +85,14 @@ pub struct IngestParams {
     d: NewDelivery,
     body: Option<Vec<u8>>,
     body_size: Option<i64>,
+    body_sha256: Option<Vec<u8>>,
     fingerprint: Vec<u8>,
     job_key: Option<String>,
     job_kind: Option<i16>,
     job_resource: Option<String>,
     work: Option<String>,
     rank: Option<i64>,
+    lane: Option<Lane>,
 }
 
 impl IngestParams {
@@ -89,12 +101,14 @@ impl IngestParams {
         IngestParams {
             body: (!d.body.is_empty()).then(|| d.body.to_vec()),
             body_size: d.body_size.map(|n| n as i64),
+            body_sha256: d.body_sha256.map(|h| h.to_vec()),
             fingerprint: d.fingerprint.to_vec(),
             job_key: job.as_ref().map(|j| j.key.clone()),
             job_kind: job.as_ref().map(|j| j.kind as i16),
             job_resource: job.as_ref().map(|j| j.resource_id.clone()),
             work: job.as_ref().map(|j| j.work.clone()),
             rank: job.as_ref().map(|j| j.rank),
+            lane: job.as_ref().map(|j| j.lane),
             d,
         }
     }
@@ -122,6 +136,8 @@ impl IngestParams {
             &self.work,
             &self.rank,
             &d.signature_key,
+            &self.body_sha256,
+            &self.lane,
         ]
     }
 
@@ -139,8 +155,8 @@ pub async fn enqueue(
 ) -> Result<i64, StoreError> {
     let sql = format!(
         "INSERT INTO jobs AS jobs (account, job_key, kind, resource_id, work, work_rank,
-             state, run_at, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, {PENDING}, $7, $7, $7)
+             state, run_at, created_at, updated_at, lane)
+         VALUES ($1, $2, $3, $4, $5, $6, {PENDING}, $7, $7, $7, $8)
          {}
          RETURNING id",
         on_conflict()
@@ -156,50 +172,91 @@ pub async fn enqueue(
                 &job.work,
                 &job.rank,
                 &now,
+                &job.lane,
             ],
         )
         .await?;
     Ok(row.get(0))
 }
 
-/// Takes up to `limit` due jobs: pending and due, or running with an
-/// expired lease; rows another instance is taking are skipped. With fewer
-/// than `limit`, the same statement finds when the next pending job is due,
-/// so an idle worker's round is one statement. Its subquery reads the
+/// Takes up to `take.limit` due jobs (pending and due, or running with an
+/// expired lease), as SQLite does: first `take.backlog` of the oldest of
+/// them all, then the newest of the live lane (its partial index, read
+/// backwards), then the oldest again; rows another instance is taking are
+/// skipped, and a job taken leaves the live lane. With fewer than
+/// `limit`, the same statement finds when the next pending job is due, so
+/// an idle worker's round is one statement. Its subquery reads the
 /// snapshot from before the update, where the jobs just taken are still
 /// pending and due: they are left out by id.
 pub async fn lease(
     tx: &impl GenericClient,
     now: i64,
     lease_ms: i64,
-    limit: usize,
+    take: Take,
 ) -> Result<Lease<LeasedJob>, StoreError> {
-    let sql = format!(
-        "WITH taken AS (
+    let rows = tx
+        .query(
+            &prepared(tx, &LEASE).await?,
+            &[
+                &now,
+                &lease_ms,
+                &(take.limit as i64),
+                &(take.backlog as i64),
+            ],
+        )
+        .await?;
+    lease_rows(&rows, leased_job)
+}
+
+/// The lease: `$1` now, `$2` the lease's length, `$3` how many, `$4` how
+/// many the backlog gets first. A job in both lists is taken once, at its
+/// better place; one locked and not taken is free again at the commit.
+/// Each list is one index seek in order (`jobs_runnable`, `jobs_live`
+/// backwards); the running jobs whose lease ran out are looked for among
+/// the running ones, as many as the workers' slots.
+static LEASE: LazyLock<String> = LazyLock::new(|| {
+    let (reconcile, valid) = (Kind::Reconcile as i16, SignatureStatus::Valid as i16);
+    format!(
+        "WITH pending AS (
+             SELECT id, run_at FROM jobs
+             WHERE state = {PENDING} AND run_at <= $1
+             ORDER BY run_at LIMIT $3
+             FOR UPDATE SKIP LOCKED),
+         lost AS (
+             SELECT id, run_at FROM jobs
+             WHERE state = {RUNNING} AND lease_until < $1
+             ORDER BY run_at LIMIT $3
+             FOR UPDATE SKIP LOCKED),
+         oldest AS (
+             SELECT id, run_at FROM (SELECT * FROM pending UNION ALL SELECT * FROM lost) u
+             ORDER BY run_at LIMIT $3),
+         newest AS (
+             SELECT id, run_at FROM jobs
+             WHERE state = {PENDING} AND lane = {LIVE} AND run_at <= $1
+             ORDER BY run_at DESC LIMIT $3
+             FOR UPDATE SKIP LOCKED),
+         chosen AS (
+             SELECT id FROM (
+                 SELECT id, CASE WHEN n <= $4 THEN n ELSE 2 * $3 + n END AS place
+                 FROM (SELECT id, row_number() OVER (ORDER BY run_at) AS n FROM oldest) o
+                 UNION ALL
+                 SELECT id, $3 + row_number() OVER (ORDER BY run_at DESC) FROM newest) c
+             GROUP BY id ORDER BY min(place) LIMIT $3),
+         taken AS (
              UPDATE jobs SET state = {RUNNING}, lease_until = $1 + $2, attempts = attempts + 1,
-                 rerun = false, updated_at = $1
-             WHERE id IN (
-                 SELECT id FROM jobs
-                 WHERE (state = {PENDING} AND run_at <= $1)
-                    OR (state = {RUNNING} AND lease_until < $1)
-                 ORDER BY run_at LIMIT $3
-                 FOR UPDATE SKIP LOCKED)
-             RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work),
+                 rerun = false, lane = {BACKLOG}, updated_at = $1
+             WHERE id IN (SELECT id FROM chosen)
+             RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work,
+                 (SELECT d.kind <> {reconcile} AND d.signature <> {valid}
+                  FROM deliveries d WHERE d.id = jobs.input_delivery_id)),
          due AS (
              SELECT CASE WHEN (SELECT count(*) FROM taken) < $3 THEN
                  (SELECT min(run_at) FROM jobs
                   WHERE state = {PENDING} AND id NOT IN (SELECT id FROM taken))
              END AS next_due)
          SELECT due.next_due, taken.* FROM due LEFT JOIN taken ON true"
-    );
-    let rows = tx
-        .query(
-            &prepared(tx, &sql).await?,
-            &[&now, &lease_ms, &(limit as i64)],
-        )
-        .await?;
-    lease_rows(&rows, leased_job)
-}
+    )
+});
 
 /// Reads a lease statement's rows: each is the next due time, then a row
 /// taken, or NULLs when nothing was (the one row then carries the time);
@@ -233,6 +290,7 @@ fn leased_job(r: &Row) -> Result<Option<LeasedJob>, StoreError> {
         input_delivery_id: r.try_get(6)?,
         attempt: r.try_get::<_, i32>(7)? as u32,
         work: LeasedJob::read_work(r.try_get(8)?),
+        unauthenticated: r.try_get::<_, Option<bool>>(9)?.unwrap_or(false),
     }))
 }
 
@@ -296,7 +354,8 @@ pub async fn finish(
         ),
         JobOutcome::Retry { run_at, error } => (
             format!(
-                "state = {PENDING}, run_at = CASE WHEN rerun THEN $5::bigint ELSE $6::bigint END, last_error = $4"
+                "state = {PENDING}, run_at = CASE WHEN rerun THEN $5::bigint ELSE $6::bigint END,
+                 attempts = CASE WHEN rerun THEN 0 ELSE attempts END, last_error = $4"
             ),
             Some(error.as_str()),
             *run_at,

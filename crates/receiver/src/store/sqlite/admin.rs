@@ -61,7 +61,8 @@ pub(super) fn get_delivery(conn: &Connection, id: i64) -> rusqlite::Result<Optio
     let row = conn
         .query_row(
             &format!(
-                "SELECT {DELIVERY_COLUMNS}, notification_id, source_news, remote_addr, query, headers, body, body_size
+                "SELECT {DELIVERY_COLUMNS}, notification_id, source_news, remote_addr, query, headers, body, body_size,
+                        body_sha256
                  FROM deliveries WHERE id = ?1"
             ),
             [id],
@@ -75,12 +76,22 @@ pub(super) fn get_delivery(conn: &Connection, id: i64) -> rusqlite::Result<Optio
                     r.get::<_, String>(13)?,
                     r.get::<_, Option<Vec<u8>>>(14)?,
                     r.get::<_, Option<i64>>(15)?,
+                    r.get::<_, Option<Vec<u8>>>(16)?,
                 ))
             },
         )
         .optional()?;
-    let Some((summary, notification_id, source_news, remote_addr, query, headers, body, body_size)) =
-        row
+    let Some((
+        summary,
+        notification_id,
+        source_news,
+        remote_addr,
+        query,
+        headers,
+        body,
+        body_size,
+        body_sha256,
+    )) = row
     else {
         return Ok(None);
     };
@@ -117,6 +128,7 @@ pub(super) fn get_delivery(conn: &Connection, id: i64) -> rusqlite::Result<Optio
         body,
         body_base64,
         body_size,
+        body_sha256: body_sha256.map(hex::encode),
         job,
     }))
 }

@@ -5,14 +5,18 @@
 //! because a byte-identical IPN is also how the platform says "this resource
 //! was updated". The job for its key is then:
 //! - created pending, when there is none;
-//! - left alone, when it is pending;
+//! - given fresh attempts, when it is pending (what an earlier delivery
+//!   spent, an attacker's say, is not the new one's), and due at once when
+//!   the new delivery is live;
 //! - marked to run again, when it is running (the resource may have changed
-//!   after our fetch began);
+//!   after our fetch began); it then starts over with fresh attempts;
 //! - made pending again with fresh attempts, when it is done or dead.
+//!
+//! A live delivery puts its job in the live lane, whatever lane it was in.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::domain::JobState;
+use crate::domain::{JobState, Lane};
 use crate::store::model::{Ingested, NewDelivery, NewJob};
 
 pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ingested> {
@@ -31,8 +35,10 @@ pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ing
     conn.prepare_cached(
         "INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
                  notification_id, source_news, query, headers, body, remote_addr,
-                 fingerprint, duplicate_of, signature, job_key, body_size, signature_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                 fingerprint, duplicate_of, signature, job_key, body_size, signature_key,
+                 body_sha256)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                 ?18)",
     )?
     .execute(params![
         d.received_at,
@@ -52,6 +58,7 @@ pub(super) fn ingest(conn: &Connection, d: &NewDelivery) -> rusqlite::Result<Ing
         d.job.as_ref().map(|j| &j.key),
         d.body_size.map(|n| n as i64),
         d.signature_key,
+        d.body_sha256.as_ref().map(|h| &h[..]),
     ])?;
     // RETURNING would cost an ephemeral table per statement on this hot path.
     let delivery_id = conn.last_insert_rowid();
@@ -92,12 +99,17 @@ pub(super) fn enqueue(
     // In DO UPDATE every column names the row as it was before the update.
     conn.prepare_cached(
         "INSERT INTO jobs (account, job_key, kind, resource_id, input_delivery_id, work, work_rank,
-                           state, run_at, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9)
+                           state, run_at, created_at, updated_at, lane)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9, ?13)
          ON CONFLICT (account, job_key) DO UPDATE SET
              rerun = CASE WHEN state = ?10 THEN 1 ELSE rerun END,
-             attempts = CASE WHEN state IN (?11, ?12) THEN 0 ELSE attempts END,
-             run_at = CASE WHEN state IN (?11, ?12) THEN excluded.run_at ELSE run_at END,
+             attempts = CASE WHEN state = ?10 THEN attempts ELSE 0 END,
+             run_at = CASE
+                 WHEN state IN (?11, ?12) THEN excluded.run_at
+                 WHEN state = ?8 AND excluded.lane = ?14 THEN min(run_at, excluded.run_at)
+                 ELSE run_at END,
+             lane = CASE WHEN state IN (?11, ?12) THEN excluded.lane
+                         ELSE min(lane, excluded.lane) END,
              last_error = CASE WHEN state IN (?11, ?12) THEN NULL ELSE last_error END,
              work = CASE WHEN excluded.work_rank >= work_rank THEN excluded.work ELSE work END,
              input_delivery_id = CASE
@@ -121,6 +133,8 @@ pub(super) fn enqueue(
         JobState::Running,
         JobState::Done,
         JobState::Dead,
+        job.lane,
+        Lane::Live,
     ])?;
     let inserted = conn.last_insert_rowid();
     if inserted != 0 {

@@ -9,12 +9,14 @@
 //! under the same attempt. A run that lost its lease (expired and taken
 //! over) can never overwrite what the run that took it over records.
 
+use std::sync::LazyLock;
+
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::decisions;
-use crate::domain::JobState;
 use crate::domain::verdict::DecisionRules;
-use crate::store::model::{FetchRow, Finish, JobOutcome, LeasedJob};
+use crate::domain::{JobState, Kind, Lane, SignatureStatus};
+use crate::store::model::{FetchRow, Finish, JobOutcome, LeasedJob, Take};
 
 pub(super) fn release_all(conn: &Connection) -> rusqlite::Result<usize> {
     conn.execute(
@@ -23,46 +25,80 @@ pub(super) fn release_all(conn: &Connection) -> rusqlite::Result<usize> {
     )
 }
 
-/// Takes up to `limit` due jobs, oldest first: pending and due, or running
-/// with an expired lease (their worker is gone).
+/// Takes up to `take.limit` due jobs (pending and due, or running with an
+/// expired lease: their worker is gone): first `take.backlog` of the oldest
+/// of them all, then the newest of the live lane (from its own index), then
+/// the oldest again. A job taken leaves the live lane: a retry of it waits
+/// in the backlog.
 pub(super) fn lease(
     conn: &Connection,
     now: i64,
     lease_ms: i64,
-    limit: usize,
+    take: Take,
 ) -> rusqlite::Result<Vec<LeasedJob>> {
-    conn.prepare_cached(
-        "UPDATE jobs SET state = ?1, lease_until = ?3 + ?4, attempts = attempts + 1,
-                rerun = 0, updated_at = ?3
-         WHERE id IN (
-             SELECT id FROM jobs
-             WHERE (state = ?2 AND run_at <= ?3) OR (state = ?1 AND lease_until < ?3)
-             ORDER BY run_at LIMIT ?5)
-         RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work",
-    )?
-    .query_map(
-        params![
-            JobState::Running,
-            JobState::Pending,
-            now,
-            lease_ms,
-            limit as i64
-        ],
-        |r| {
-            Ok(LeasedJob {
-                id: r.get(0)?,
-                account: r.get(1)?,
-                key: r.get(2)?,
-                kind: r.get(3)?,
-                resource_id: r.get(4)?,
-                input_delivery_id: r.get(5)?,
-                attempt: r.get(6)?,
-                work: LeasedJob::read_work(r.get(7)?),
-            })
-        },
-    )?
-    .collect()
+    conn.prepare_cached(&LEASE)?
+        .query_map(
+            params![now, lease_ms, take.limit as i64, take.backlog as i64],
+            |r| {
+                Ok(LeasedJob {
+                    id: r.get(0)?,
+                    account: r.get(1)?,
+                    key: r.get(2)?,
+                    kind: r.get(3)?,
+                    resource_id: r.get(4)?,
+                    input_delivery_id: r.get(5)?,
+                    attempt: r.get(6)?,
+                    work: LeasedJob::read_work(r.get(7)?),
+                    unauthenticated: r.get::<_, Option<bool>>(8)?.unwrap_or(false),
+                })
+            },
+        )?
+        .collect()
 }
+
+/// The lease (`?1` now, `?2` the lease's length, `?3` how many, `?4` how
+/// many the backlog gets first). The live lane is read from its partial
+/// index, newest first: named, because on a young database SQLite would
+/// rather walk `jobs_runnable` backwards, through every due job of the
+/// backlog when no live one is due. A job in both lists is taken once, at
+/// its better place; the running jobs whose lease ran out are looked for
+/// among the running ones, as many as the worker's slots.
+static LEASE: LazyLock<String> = LazyLock::new(|| {
+    let (pending, running) = (JobState::Pending as i16, JobState::Running as i16);
+    let (live, backlog) = (Lane::Live as i16, Lane::Backlog as i16);
+    let (reconcile, valid) = (Kind::Reconcile as i16, SignatureStatus::Valid as i16);
+    format!(
+        "WITH oldest AS (
+             SELECT id, row_number() OVER (ORDER BY run_at) AS n FROM (
+                 SELECT id, run_at FROM (
+                     SELECT id, run_at FROM (
+                         SELECT id, run_at FROM jobs
+                         WHERE state = {pending} AND run_at <= ?1
+                         ORDER BY run_at LIMIT ?3)
+                     UNION ALL
+                     SELECT id, run_at FROM jobs
+                     WHERE state = {running} AND lease_until < ?1)
+                 ORDER BY run_at LIMIT ?3)
+         ), newest AS (
+             SELECT id, row_number() OVER (ORDER BY run_at DESC) AS n FROM (
+                 SELECT id, run_at FROM jobs INDEXED BY jobs_live
+                 WHERE state = {pending} AND lane = {live} AND run_at <= ?1
+                 ORDER BY run_at DESC LIMIT ?3)
+         ), chosen AS (
+             SELECT id FROM (
+                 SELECT id, CASE WHEN n <= ?4 THEN n ELSE 2 * ?3 + n END AS place FROM oldest
+                 UNION ALL
+                 SELECT id, ?3 + n FROM newest)
+             GROUP BY id ORDER BY min(place) LIMIT ?3
+         )
+         UPDATE jobs SET state = {running}, lease_until = ?1 + ?2, attempts = attempts + 1,
+                rerun = 0, lane = {backlog}, updated_at = ?1
+         WHERE id IN (SELECT id FROM chosen)
+         RETURNING id, account, job_key, kind, resource_id, input_delivery_id, attempts, work,
+             (SELECT d.kind <> {reconcile} AND d.signature <> {valid}
+              FROM deliveries d WHERE d.id = input_delivery_id)"
+    )
+});
 
 /// `false`: the lease is no longer this run's.
 pub(super) fn renew(conn: &Connection, job: &LeasedJob, until: i64) -> rusqlite::Result<bool> {
@@ -140,6 +176,7 @@ pub(super) fn finish(
                 &format!(
                     "UPDATE jobs SET state = ?4,
                          run_at = CASE WHEN rerun = 1 THEN ?7 ELSE ?5 END,
+                         attempts = CASE WHEN rerun = 1 THEN 0 ELSE attempts END,
                          rerun = 0, lease_until = NULL, last_error = ?6, updated_at = ?7
                      {fence}"
                 ),
@@ -198,4 +235,32 @@ pub(super) fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
         [JobState::Pending],
         |r| r.get(0),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each of the lease's lists is read from an index in its order: the
+    /// due pending jobs oldest first, the live lane's newest first; no
+    /// table scan, whatever the backlog holds.
+    #[test]
+    fn the_lease_reads_each_list_from_its_index() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::migrations::migrate(&mut conn).unwrap();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", *LEASE))
+            .unwrap()
+            .query_map(params![1, 2, 3, 1], |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for seek in [
+            "INDEX jobs_live (run_at<?)",
+            "INDEX jobs_runnable (state=? AND run_at<?)",
+        ] {
+            assert!(plan.iter().any(|l| l.ends_with(seek)), "{seek}: {plan:?}");
+        }
+        assert!(!plan.iter().any(|l| l.starts_with("SCAN jobs")), "{plan:?}");
+    }
 }

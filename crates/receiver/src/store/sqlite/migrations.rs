@@ -287,6 +287,18 @@ const MIGRATIONS: &[&str] = &[
         SELECT 'default', 0, coalesce(max(created_at), 0) FROM events
         HAVING count(*) FILTER (WHERE state IN (0, 1, 2)) > 0;
     "#,
+    // 10: a body kept short keeps the SHA-256 of the whole one beside its
+    // size.
+    r#"
+    ALTER TABLE deliveries ADD COLUMN body_sha256 BLOB;   -- set with body_size
+    "#,
+    // 11: jobs wait in a lane (domain::Lane); the live one is leased newest
+    // first, from an index that holds only its pending jobs. A job of an
+    // earlier version waits in the backlog.
+    r#"
+    ALTER TABLE jobs ADD COLUMN lane INTEGER NOT NULL DEFAULT 1;
+    CREATE INDEX jobs_live ON jobs (run_at) WHERE state = 0 AND lane = 0;
+    "#,
 ];
 
 /// The schema version this build writes.

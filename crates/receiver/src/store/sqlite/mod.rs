@@ -37,7 +37,7 @@ use tokio::sync::Notify;
 
 use super::StoreError;
 use super::model::{
-    FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting,
+    FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting, Take,
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
@@ -199,13 +199,13 @@ impl SqliteStore {
         &self,
         now: i64,
         lease_ms: i64,
-        limit: usize,
+        take: Take,
     ) -> Result<Lease<LeasedJob>, StoreError> {
         self.write(move |c| {
             lease_telling_next_due(
                 c,
-                limit,
-                |c| jobs::lease(c, now, lease_ms, limit),
+                take.limit,
+                |c| jobs::lease(c, now, lease_ms, take),
                 jobs::next_due,
             )
         })
@@ -504,10 +504,12 @@ fn take_ownership(path: &Path) -> Result<std::fs::File, StoreError> {
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = PathBuf::from(lock_path);
+    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(&lock_path)
         .map_err(|source| StoreError::Io {
             context: format!("cannot open {}", lock_path.display()),
@@ -532,6 +534,7 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
         message,
     };
     let open_err = |e: rusqlite::Error| open_failed(e.to_string());
+    create_private(path).map_err(|e| open_failed(e.to_string()))?;
     let vfs = wal_gather::name().map_err(open_failed)?;
     let conn = Connection::open_with_flags_and_vfs(
         path,
@@ -553,6 +556,23 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     conn.busy_timeout(Duration::from_secs(5))
         .map_err(open_err)?;
     Ok(conn)
+}
+
+/// Creates the database file, readable by its owner only, unless it
+/// exists. It holds every body and header received; SQLite gives its
+/// `-wal` and `-shm` files the database file's mode.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Runs `lease` and, when it took fewer than `limit`, `next_due` after it

@@ -3,7 +3,7 @@
 //! not a guess.
 
 use crate::domain::{
-    DestinationState, EventState, JobKind, JobState, Kind, Review, SignatureStatus,
+    DestinationState, EventState, JobKind, JobState, Kind, Lane, Review, SignatureStatus,
 };
 
 /// Implements `ToSql`/`FromSql` for fieldless `#[repr(i16)]` enums; every
@@ -33,6 +33,7 @@ sql_enum!(
     Kind,
     JobKind,
     JobState,
+    Lane,
     EventState,
     DestinationState,
     SignatureStatus,
