@@ -1,13 +1,17 @@
 //! `deliveries`, `jobs`, `orders` and `events`: what an operator reads and
-//! replays, straight from the database file (safe while the server runs).
+//! replays, straight from the database file (safe while the server runs);
+//! each action recorded in the audit as the OS user.
 //! Tables by default, JSON with `--json`.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use pointhook::domain::{EventState, JobState};
-use pointhook::store::{self, DeliveryFilter, Store, unix_ms_now};
+use pointhook::operators::Actor;
+use pointhook::store::{self, DeliveryFilter, Store};
+
+use super::operators::{acting, finished};
 
 #[derive(Debug, Subcommand)]
 pub enum Deliveries {
@@ -293,14 +297,12 @@ pub async fn jobs(store: &Store, cmd: Jobs) -> anyhow::Result<()> {
             })
         }
         Jobs::Retry { id, all_dead } => {
-            let now = unix_ms_now();
+            let (acts, me) = (acting(store, false), Actor::cli());
             if all_dead {
-                let n = store.retry_dead_jobs(now).await?;
+                let n = finished(acts.retry_dead_jobs(&me).await?)?;
                 println!("{n} dead job(s) will run again");
             } else if let Some(id) = id {
-                if !store.retry_job(id, now).await? {
-                    bail!("job {id} does not exist or is not dead");
-                }
+                finished(acts.retry_job(&me, id).await?)?;
                 println!("job {id} will run again");
             }
             Ok(())
@@ -421,24 +423,21 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
             })
         }
         Events::Redeliver { id } => {
-            if !delivers {
-                bail!(
-                    "events are only stored: set [fulfillment] url or [[destinations]] to deliver them"
-                );
-            }
-            if !store.redeliver_event(id.clone(), unix_ms_now()).await? {
-                bail!("no event {id}");
-            }
+            finished(
+                acting(store, delivers)
+                    .redeliver(&Actor::cli(), &id)
+                    .await?,
+            )?;
             println!("event {id} will be delivered again, with the same id");
             Ok(())
         }
     }
 }
 
-pub async fn fraud(store: &Store, cmd: Fraud) -> anyhow::Result<()> {
+pub async fn fraud(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<()> {
     use pointhook::domain::Review;
-    use pointhook::store::Answer;
-    let (id, answer, what) = match cmd {
+    let (acts, me) = (acting(store, delivers), Actor::cli());
+    let (id, acted, what) = match cmd {
         Fraud::List { all, out } => {
             let state = (!all).then_some(Review::Held);
             let rows = store.reviews(state, out.limit).await?;
@@ -465,23 +464,18 @@ pub async fn fraud(store: &Store, cmd: Fraud) -> anyhow::Result<()> {
         }
         Fraud::Confirm { id } => (
             id,
-            store.confirm_review(id, unix_ms_now()).await?,
+            acts.confirm_review(&me, id).await?,
             "confirmed: its payment will be cancelled or refunded",
         ),
         Fraud::Dismiss { id } => (
             id,
-            store.dismiss_review(id, unix_ms_now()).await?,
+            acts.dismiss_review(&me, id).await?,
             "dismissed: its block is lifted and its order decided again",
         ),
     };
-    match answer {
-        Answer::Done(_) => {
-            println!("fraud review {id} {what}");
-            Ok(())
-        }
-        Answer::NotFound => bail!("no fraud review {id}"),
-        Answer::AlreadyDecided(state) => bail!("fraud review {id} is {state} already"),
-    }
+    finished(acted)?;
+    println!("fraud review {id} {what}");
+    Ok(())
 }
 
 pub(super) fn print<T: Serialize>(

@@ -13,6 +13,7 @@ use tracing_subscriber::EnvFilter;
 mod client;
 mod destinations;
 mod inspect;
+mod operators;
 mod platform_orders;
 mod reconcile;
 mod sandbox;
@@ -103,6 +104,9 @@ enum Command {
     /// Fraud alerts held for a person: list, confirm (cancel or refund), dismiss.
     #[command(subcommand)]
     Fraud(inspect::Fraud),
+    /// Who may sign in to the console: add, list, remove, reset.
+    #[command(subcommand)]
+    Operators(operators::Operators),
     /// Run the local emulator of the notification service.
     Sandbox(sandbox::SandboxArgs),
     /// The integrator configuration (device events by e-mail).
@@ -196,8 +200,11 @@ pub fn main() -> ExitCode {
             destinations::secret(cmd);
             Ok(())
         }
-        Command::Fraud(cmd) => with_store(&config, |store, _| async move {
-            inspect::fraud(&store, cmd).await
+        Command::Fraud(cmd) => with_store(&config, |store, delivers| async move {
+            inspect::fraud(&store, cmd, delivers).await
+        }),
+        Command::Operators(cmd) => with_store(&config, |store, _| async move {
+            operators::run(&store, cmd).await
         }),
         Command::Integrator(cmd) => client::integrator(cmd).map_err(Failure::Runtime),
         Command::Payments(cmd) => client::payments(cmd).map_err(Failure::Runtime),

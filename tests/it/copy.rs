@@ -1,12 +1,16 @@
 //! `pointhook copy-store`: a deployment moved from SQLite to PostgreSQL and
 //! back, row for row, through the real binary; what it refuses.
 
+use pointhook::domain::{Action, AuditOutcome, Via};
 use pointhook::domain::{
     Decision, Effects, EventType, Guard, Kind, Mark, MerchantOrderId, OrderSeen, PaymentId, Review,
     ReviewMark, SignatureStatus, Slot, Work,
 };
+use pointhook::store::console_views::NewAudit;
+use pointhook::store::model::Attempted;
 use pointhook::store::{
-    FetchRow, JobOutcome, Location, NewDelivery, NewJob, Store, fingerprint, unix_ms_now,
+    EventOutcome, FetchRow, JobOutcome, Location, NewDelivery, NewJob, Store, fingerprint,
+    unix_ms_now,
 };
 use serde_json::json;
 
@@ -146,6 +150,58 @@ async fn fill(location: &Location) {
         }];
         store.finish_job(job, outcome, fetches, now).await.unwrap();
     }
+    // The console's tables: an operator, an action and an acknowledgement,
+    // an attempt of an event, and a job's death kept when it ran again.
+    let hash = pointhook::operators::hash("a long enough password").unwrap();
+    store.add_operator("ana".into(), hash, now).await.unwrap();
+    let audit = store
+        .begin_audit(NewAudit {
+            at: now,
+            actor: "ana".into(),
+            via: Via::Console,
+            action: Action::Acknowledge,
+            item: "missed:1".into(),
+            account: Some("default".into()),
+            order_id: None,
+            detail: "acknowledge \u{1b} something".into(),
+        })
+        .await
+        .unwrap();
+    store
+        .end_audit(audit, AuditOutcome::Done, "acknowledged".into(), now)
+        .await
+        .unwrap();
+    store
+        .acknowledge("missed:1".into(), "ana".into(), now)
+        .await
+        .unwrap();
+    let events = store
+        .lease_events("default", now + 1000, 60_000, 1)
+        .await
+        .unwrap()
+        .taken;
+    let outcomes = events
+        .into_iter()
+        .map(|event| EventOutcome {
+            event,
+            attempted: Attempted::Failed {
+                error: "503 from the merchant".into(),
+                next: Some(now + 5000),
+            },
+        })
+        .collect();
+    store
+        .record_event_outcomes("default", outcomes, healthy(now))
+        .await
+        .unwrap();
+    let job = store.lease_jobs(now + 1000, 60_000, 1).await.unwrap().taken;
+    let job = job.into_iter().next().expect("a job left to lease");
+    let id = job.id;
+    let dead = JobOutcome::Dead {
+        error: "after 6 attempts: gone".into(),
+    };
+    store.finish_job(job, dead, Vec::new(), now).await.unwrap();
+    assert!(store.retry_job(id, now + 1).await.unwrap());
     store.close().await;
 }
 

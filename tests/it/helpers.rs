@@ -30,6 +30,8 @@ pub struct TestConfig {
     pub api_timeout_secs: u64,
     /// Serve the admin API (on its own port 0) with this token.
     pub admin_token: Option<String>,
+    /// More keys of the `[admin]` section.
+    pub admin: String,
     /// Serve notifications here (bound by the test) instead of a new port.
     pub listener: Option<tokio::net::TcpListener>,
     /// More keys of the `[worker]` section.
@@ -51,6 +53,7 @@ impl Default for TestConfig {
             api_base: "http://127.0.0.1:9".into(),
             api_timeout_secs: 1,
             admin_token: None,
+            admin: String::new(),
             listener: None,
             worker: String::new(),
             reconcile: "enabled = false".into(),
@@ -112,7 +115,7 @@ impl TestConfig {
         let admin = self
             .admin_token
             .as_ref()
-            .map(|t| format!("[admin]\ntoken = {t:?}\n"))
+            .map(|t| format!("[admin]\ntoken = {t:?}\n{}\n", self.admin))
             .unwrap_or_default();
         admin
             + &format!(

@@ -17,7 +17,7 @@ on_both_backends!(
     events_list_show_and_redeliver_with_the_same_id,
     the_cli_reads_and_replays_a_live_servers_database,
     metrics_parse_and_move_with_traffic,
-    the_status_page_shows_health_and_retries_a_dead_job,
+    the_console_shows_health_and_retries_a_dead_job,
 );
 
 const TOKEN: &str = "operator-admin-secret-0123456789abcdef";
@@ -124,7 +124,8 @@ async fn the_admin_api_needs_its_token() {
     s.app.stop().await;
 }
 
-/// Basic credentials (what a browser remembers for the status page) open
+/// Basic credentials (what a browser remembers; the old status page took
+/// them) open
 /// no API route, and no change is made for a request another site made.
 #[tokio::test]
 async fn the_api_takes_only_the_bearer_token_and_no_cross_site_writes() {
@@ -525,24 +526,29 @@ async fn metrics_parse_and_move_with_traffic() {
     s.app.stop().await;
 }
 
-async fn the_status_page_shows_health_and_retries_a_dead_job() {
+async fn the_console_shows_health_and_retries_a_dead_job() {
     let s = scene().await;
-    let base = format!("http://{}", s.app.admin_addr.unwrap());
-    let res = s.app.client.get(format!("{base}/")).send().await.unwrap();
-    assert_eq!(res.status(), 401);
+    crate::console::with_operator(&s.app, "ops").await;
+    let mut b = crate::console::Browser::new(&s.app);
     assert_eq!(
-        res.headers()["www-authenticate"],
-        "Basic realm=\"pointhook\""
+        b.sign_in("ops", "a long enough password").await.status(),
+        303
     );
-    let res = s
-        .app
-        .client
-        .get(format!("{base}/"))
-        .basic_auth("ops", Some(TOKEN))
+    let (status, _, html) = b.get("/health").await;
+    assert_eq!(status, 200);
+    for text in [
+        "Storage",
+        "takes writes",
+        "Platform API",
+        "Merchant endpoint",
+    ] {
+        assert!(html.contains(text), "{text} on the page");
+    }
+    let res = reqwest::Client::new()
+        .get(format!("{}/", b.base))
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status(), 200);
     assert!(
         res.headers()["content-type"]
             .to_str()
@@ -557,75 +563,35 @@ async fn the_status_page_shows_health_and_retries_a_dead_job() {
             .contains("frame-ancestors 'none'")
     );
     assert_eq!(res.headers()["cache-control"], "no-store");
-    let html = res.text().await.unwrap();
-    for text in [
-        "pointhook status",
-        "storage",
-        "writable",
-        "platform API",
-        "merchant endpoint",
-        "dead: 1",
-        "merchant_order:777",
-        "order.released",
-        "payment:123456789",
-    ] {
-        assert!(html.contains(text), "{text} on the page");
-    }
     let dead = s.app.count(&format!(
         "SELECT id FROM jobs WHERE state = {}",
         JobState::Dead as i64
     ));
+    let (_, _, html) = b.get(&format!("/jobs/{dead}")).await;
+    assert!(html.contains("merchant_order:777"));
     assert!(html.contains(&format!("action=\"/jobs/{dead}/retry\"")));
-    let csrf = html
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .to_string();
-    let no_redirects = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let res = no_redirects
-        .post(format!("{base}/jobs/{dead}/retry"))
-        .basic_auth("ops", Some(TOKEN))
-        .form(&[("csrf", "forged")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 403);
-    let res = no_redirects
-        .post(format!("{base}/jobs/{dead}/retry"))
-        .basic_auth("ops", Some(TOKEN))
-        .form(&[("csrf", csrf.as_str())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 303);
-    assert_eq!(res.headers()["location"], "/");
+    let (status, _) = b.act(&format!("/jobs/{dead}/retry"), &[]).await;
+    assert_eq!(status, 303);
     assert_eq!(
         s.app.job("merchant_order:777").0,
         JobState::Pending,
         "re-queued"
     );
-    // The form body is bounded.
-    let res = no_redirects
-        .post(format!("{base}/jobs/{dead}/retry"))
-        .basic_auth("ops", Some(TOKEN))
-        .body(format!("csrf={csrf}&pad={}", "x".repeat(4096)))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .send()
-        .await
-        .unwrap();
+    // A form body is bounded.
+    let big = "x".repeat(16 * 1024);
+    let res = b
+        .post(
+            &format!("/jobs/{dead}/retry"),
+            &[("csrf", "x"), ("pad", &big)],
+        )
+        .await;
     assert_eq!(res.status(), 413);
     s.app.stop().await;
 }
 
-/// Whatever a notification holds, the page shows it as text.
+/// Whatever a notification holds, the console shows it as text.
 #[tokio::test]
-async fn the_status_page_escapes_what_it_shows() {
+async fn the_console_escapes_what_it_shows() {
     let app = spawn_app_with(TestConfig {
         admin_token: Some(TOKEN.into()),
         ..Default::default()
@@ -635,16 +601,10 @@ async fn the_status_page_escapes_what_it_shows() {
         .post("topic=%3Cscript%3Ealert(1)%3C%2Fscript%3E&id=1", &[], None)
         .await;
     assert_eq!(res.status(), 200);
-    let html = app
-        .client
-        .get(format!("http://{}/", app.admin_addr.unwrap()))
-        .basic_auth("ops", Some(TOKEN))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    crate::console::with_operator(&app, "ops").await;
+    let mut b = crate::console::Browser::new(&app);
+    b.sign_in("ops", "a long enough password").await;
+    let (_, _, html) = b.get("/deliveries").await;
     assert!(!html.contains("<script>alert(1)</script>"));
     assert!(
         html.contains("&#60;script&#62;alert(1)&#60;/script&#62;")

@@ -77,14 +77,12 @@ async fn any_stored_time_can_be_shown() {
     let (ok, out, err) = cli(&app, &["jobs", "list"]);
     assert!(ok, "{err}");
     assert!(out.contains("9999-12-31"), "{out}");
-    let res = app
-        .client
-        .get(format!("http://{}/", app.admin_addr.unwrap()))
-        .basic_auth("x", Some(ADMIN))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
+    crate::console::with_operator(&app, "ops").await;
+    let mut b = crate::console::Browser::new(&app);
+    b.sign_in("ops", "a long enough password").await;
+    for page in ["/", "/jobs?state=pending"] {
+        assert_eq!(b.get(page).await.0, 200, "{page}");
+    }
     app.stop().await;
 }
 

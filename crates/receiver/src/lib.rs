@@ -13,21 +13,27 @@
 //! - [`rules`]: the business rules, pure functions.
 //! - [`outbox`]: signed delivery of decided events to each destination.
 //! - [`reconcile`]: finds changes that came with no notification.
+//! - [`actions`]: what a person may do, each recorded in the audit;
+//!   [`operators`]: who signs in to the console, and their passwords.
+//! - [`samples`]: once a minute, what the console's health charts draw.
 //! - [`money`], [`clock`], [`text`], [`tls`]: shared with the sandbox, from
 //!   `pointhook-common`.
 //!
 //! [`App`] wires them: the caller owns the listener and the shutdown token.
 
+pub mod actions;
 pub mod alerts;
 pub mod api;
 pub mod config;
 pub mod domain;
 pub mod http;
 pub mod metrics;
+pub mod operators;
 pub mod outbox;
 pub mod reconcile;
 mod retry;
 pub mod rules;
+pub mod samples;
 pub mod store;
 mod systemd;
 pub mod worker;
@@ -217,7 +223,16 @@ impl App {
                         delivers_events: outbox.is_some(),
                         metrics: metrics.clone(),
                         default_account: Accounts::new(accounts.clone()).default_name(),
+                        accounts: accounts.iter().map(|a| a.name.clone()).collect(),
                         sweep: config.reconcile_enabled().then(|| sweep.clone()),
+                        session_idle: Duration::from_secs(
+                            config.admin.as_ref().map_or(1800, |a| a.session_idle_secs),
+                        ),
+                        secure_cookies: config
+                            .admin
+                            .as_ref()
+                            .and_then(|a| a.public_url.as_ref())
+                            .is_some_and(|u| u.scheme() == "https"),
                     },
                 )));
                 tracing::info!(listen = %l.local_addr().context("admin listener has no address")?, "admin API serving");
@@ -267,6 +282,15 @@ impl App {
             };
             tokio::spawn(sweeper.run(shutdown.clone()))
         });
+        let sampler = tokio::spawn(
+            samples::Sampler {
+                store: store.clone(),
+                metrics: metrics.clone(),
+                clock: options.clock.clone(),
+                instance: samples::Sampler::instance_name(),
+            }
+            .run(shutdown.clone()),
+        );
         let watchdog = tokio::spawn(systemd::watchdog(store.clone(), shutdown.clone()));
         let retention = tokio::spawn(retention(
             store.clone(),
@@ -283,6 +307,7 @@ impl App {
         http::serve(listener, settings, ingest, shutdown).await;
         let _ = watchdog.await;
         let _ = retention.await;
+        let _ = sampler.await;
         for task in [worker, outbox, sweeper, admin].into_iter().flatten() {
             if let Err(e) = task.await {
                 tracing::error!(error = %e, "a background task failed");

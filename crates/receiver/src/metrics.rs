@@ -317,5 +317,83 @@ impl Metrics {
     }
 }
 
+/// What the health charts sample of this process's counters: totals since
+/// start, read from the text exposition (nothing is added to the ack path).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counts {
+    /// Notifications received, by kind.
+    pub deliveries: Vec<(String, u64)>,
+    /// The ack histogram: `(upper bound in seconds, cumulative count)`,
+    /// `+Inf` last.
+    pub ack_buckets: Vec<(f64, u64)>,
+    pub ack_count: u64,
+    pub ack_sum_seconds: f64,
+}
+
+impl Metrics {
+    /// The counters the health charts sample.
+    pub fn counts(&self) -> Counts {
+        let mut text = String::new();
+        if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
+            return Counts::default();
+        }
+        let mut c = Counts::default();
+        for line in text.lines() {
+            let Some((series, value)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            let label = |name: &str| {
+                let start = series.find(&format!("{name}=\""))? + name.len() + 2;
+                let len = series[start..].find('"')?;
+                Some(&series[start..start + len])
+            };
+            if series.starts_with("pointhook_deliveries_total{") {
+                let (Some(kind), Ok(n)) = (label("kind"), value.parse::<u64>()) else {
+                    continue;
+                };
+                match c.deliveries.iter_mut().find(|(k, _)| k == kind) {
+                    Some((_, total)) => *total += n,
+                    None => c.deliveries.push((kind.to_string(), n)),
+                }
+            } else if series.starts_with("pointhook_ack_seconds_bucket{") {
+                let le = match label("le") {
+                    Some("+Inf") => f64::INFINITY,
+                    Some(le) => le.parse().unwrap_or(f64::INFINITY),
+                    None => continue,
+                };
+                c.ack_buckets.push((le, value.parse().unwrap_or(0)));
+            } else if series == "pointhook_ack_seconds_count" {
+                c.ack_count = value.parse().unwrap_or(0);
+            } else if series == "pointhook_ack_seconds_sum" {
+                c.ack_sum_seconds = value.parse().unwrap_or(0.0);
+            }
+        }
+        c
+    }
+}
+
 /// Shared by the parts that count.
 pub type SharedMetrics = Arc<Metrics>;
+
+#[cfg(test)]
+mod counts_tests {
+    use super::*;
+
+    #[test]
+    fn counts_read_the_exposition() {
+        let m = Metrics::new();
+        m.delivery("ipn", "accepted");
+        m.delivery("ipn", "duplicate");
+        m.delivery("webhook", "accepted");
+        m.acked_in(Duration::from_micros(70));
+        m.acked_in(Duration::from_millis(3));
+        let c = m.counts();
+        let mut d = c.deliveries.clone();
+        d.sort();
+        assert_eq!(d, [("ipn".to_string(), 2), ("webhook".to_string(), 1)]);
+        assert_eq!(c.ack_count, 2);
+        assert_eq!(c.ack_buckets.first(), Some(&(0.00005, 0)));
+        assert_eq!(c.ack_buckets[1], (0.0001, 1));
+        assert_eq!(c.ack_buckets.last(), Some(&(f64::INFINITY, 2)));
+    }
+}

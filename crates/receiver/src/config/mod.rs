@@ -202,6 +202,13 @@ pub struct AdminConfig {
     pub token: Option<Secret>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    /// How a person's browser reaches the console (links in alerts); an
+    /// `https` URL makes the session cookie `Secure`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<url::Url>,
+    /// A console session unused this long ends.
+    #[serde(default = "defaults::session_idle_secs")]
+    pub session_idle_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -330,6 +337,9 @@ mod defaults {
     }
     pub fn admin_listen() -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], 8081))
+    }
+    pub fn session_idle_secs() -> u64 {
+        1800
     }
 }
 

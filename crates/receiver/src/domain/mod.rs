@@ -2,9 +2,11 @@
 //! and kinds (`states`), the platform's resources as the rules read them
 //! (`platform`), the work a notification asks for (`work`), what a job
 //! decides (`decision`), and what the decision kernel is given and answers
-//! (`verdict`).
+//! (`verdict`); what needs a person (`attention`) and what the audit
+//! records of a person's actions (`audit`).
 
 pub mod attention;
+pub mod audit;
 pub mod decision;
 pub mod ids;
 pub mod platform;
@@ -12,6 +14,7 @@ pub mod states;
 pub mod verdict;
 pub mod work;
 
+pub use audit::{Action, AuditOutcome, Via};
 pub use decision::{
     Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, OrderSeen, ReviewMark,
     ReviewSeen, Slot, event_id,

@@ -212,7 +212,12 @@ pub enum UnauthenticatedAlerts {
     Hold,
 }
 
+use super::audit::{Action, AuditOutcome, Via};
+
 named!(
+    Via,
+    Action,
+    AuditOutcome,
     UnauthenticatedAlerts,
     Kind,
     JobKind,

@@ -352,8 +352,11 @@ impl Pass<'_> {
         Ok(())
     }
 
-    async fn consider(&mut self, change: Change, report: &mut Report) -> Result<(), PassError> {
+    async fn consider(&mut self, mut change: Change, report: &mut Report) -> Result<(), PassError> {
         report.found += 1;
+        // A dead job that died after this change was working on it: its
+        // notification came, so it is neither missed nor run again here.
+        change.sighting.changed_at = change.updated_at;
         let account = self.account.to_string();
         if self
             .store
@@ -409,6 +412,7 @@ fn sighting(endpoint: &'static str, version: String, work: Work) -> Sighting {
         resource_id: work.resource_id(),
         version,
         job: NewJob::for_work(&work).in_backlog(),
+        changed_at: None,
     }
 }
 

@@ -6,6 +6,7 @@
 //! invariants (ARCHITECTURE.md); `model` and `views` are what goes in and
 //! comes out, with no database type in them.
 
+pub mod console_views;
 pub mod copy;
 pub mod model;
 mod postgres;
@@ -195,7 +196,8 @@ macro_rules! on {
     };
 }
 
-// Its methods use `on!`, so it is declared after it.
+// Their methods use `on!`, so they are declared after it.
+mod console;
 mod outbox;
 
 /// How long a readiness answer is kept.

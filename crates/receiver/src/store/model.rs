@@ -211,6 +211,8 @@ pub struct Sighting {
     pub version: String,
     /// The job a notification of it would have made.
     pub job: NewJob,
+    /// When the platform says it changed (unix ms), if it says.
+    pub changed_at: Option<i64>,
 }
 
 /// An event leased for a delivery attempt at one destination. `attempts`

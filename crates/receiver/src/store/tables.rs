@@ -66,8 +66,9 @@ pub const BATCH: usize = 1000;
 
 use Col::*;
 
-/// Every table that holds data. `health` is left out: a scratch row that
-/// `/readyz` rewrites.
+/// Every table that holds data. `health` is left out (a scratch row that
+/// `/readyz` rewrites), and so are `sessions` (signing in again is the
+/// safe default on a new store) and `samples` (the charts' recent past).
 pub const TABLES: &[Table] = &[
     Table {
         name: "deliveries",
@@ -256,6 +257,67 @@ pub const TABLES: &[Table] = &[
         ],
         order_by: Some("id"),
         generated_id: true,
+    },
+    Table {
+        name: "operators",
+        columns: &[
+            ("name", Text),
+            ("password_hash", Text),
+            ("created_at", I64),
+            ("updated_at", I64),
+        ],
+        order_by: Some("name"),
+        generated_id: false,
+    },
+    Table {
+        name: "audit",
+        columns: &[
+            ("id", I64),
+            ("at", I64),
+            ("actor", Text),
+            ("via", I16),
+            ("action", I16),
+            ("item", Text),
+            ("account", Text),
+            ("order_id", Text),
+            ("detail", Text),
+            ("outcome", I16),
+            ("result", Text),
+            ("ended_at", I64),
+        ],
+        order_by: Some("id"),
+        generated_id: true,
+    },
+    Table {
+        name: "acknowledgements",
+        columns: &[("item", Text), ("actor", Text), ("at", I64)],
+        order_by: Some("item"),
+        generated_id: false,
+    },
+    Table {
+        name: "event_attempts",
+        columns: &[
+            ("event_id", Text),
+            ("destination", Text),
+            ("attempt", I32),
+            ("at", I64),
+            ("state", I16),
+            ("error", Text),
+        ],
+        order_by: Some("event_id, destination, attempt"),
+        generated_id: false,
+    },
+    Table {
+        name: "job_history",
+        columns: &[
+            ("job_id", I64),
+            ("ended_at", I64),
+            ("attempts", I32),
+            ("last_error", Text),
+            ("revived_at", I64),
+        ],
+        order_by: Some("job_id, ended_at"),
+        generated_id: false,
     },
 ];
 

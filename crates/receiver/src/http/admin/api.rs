@@ -1,5 +1,7 @@
 //! `/api/*` and `/metrics`: read and replay deliveries, jobs, merchant
-//! orders, events and fraud reviews. One function per route.
+//! orders, events and fraud reviews; the inbox, an order's timeline, the
+//! search and the audit. One function per route. Every action goes
+//! through `actions`, recorded in the audit as `api`.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
@@ -8,12 +10,17 @@ use axum::{Json, Router};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::json;
 
+use serde::Deserialize;
+
 use super::Shared;
 use super::error::{AdminError, Result};
+use crate::actions::Done;
 use crate::domain::Review;
 use crate::domain::{EventState, JobState};
 use crate::http::classify::Query;
-use crate::store::{self, Answer, DEFAULT_LIMIT, DeliveryFilter, MAX_LIMIT};
+use crate::operators::Actor;
+use crate::store::console_views::AuditFilter;
+use crate::store::{self, DEFAULT_LIMIT, DeliveryFilter, MAX_LIMIT};
 
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
@@ -30,6 +37,13 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/api/fraud-reviews", get(reviews))
         .route("/api/fraud-reviews/{id}/confirm", post(confirm))
         .route("/api/fraud-reviews/{id}/dismiss", post(dismiss))
+        .route("/api/fraud-reviews/{id}", get(review))
+        .route("/api/inbox", get(inbox))
+        .route("/api/audit", get(audit))
+        .route("/api/search", get(search))
+        .route("/api/timeline/{kind}/{id}", get(timeline))
+        .route("/api/jobs/retry", post(retry_jobs))
+        .route("/api/acknowledge", post(acknowledge))
         .route("/metrics", get(metrics))
 }
 
@@ -118,22 +132,47 @@ async fn job(State(s): State<Shared>, Path(text): Path<String>) -> Result<Respon
 }
 
 async fn retry_dead(State(s): State<Shared>) -> Result<Response> {
-    let now = s.now();
-    let n = s.store.retry_dead_jobs(now).await?;
-    Ok(Json(json!({"retried": n})).into_response())
+    let acted = s.actions().retry_dead_jobs(&Actor::api()).await?;
+    let n = done(acted.done, "not_dead")?;
+    Ok(Json(json!({"retried": n, "audit_id": acted.audit})).into_response())
 }
 
 async fn retry_job(State(s): State<Shared>, Path(text): Path<String>) -> Result<Response> {
     let n = id(&text)?;
-    let now = s.now();
-    if !s.store.retry_job(n, now).await? {
-        return Err(AdminError::Conflict {
-            code: "not_dead",
-            message: format!("job {n} does not exist or is not dead"),
-        });
+    let acted = s.actions().retry_job(&Actor::api(), n).await?;
+    done(acted.done, "not_dead")?;
+    Ok(Json(json!({"retried": n, "audit_id": acted.audit})).into_response())
+}
+
+/// What was done, or a 409 naming why not.
+fn done<T>(d: Done<T>, code: &'static str) -> Result<T> {
+    match d {
+        Done::Done(t) => Ok(t),
+        Done::Refused(message) if message.starts_with("no ") => Err(AdminError::NotFound(message)),
+        Done::Refused(message) => Err(AdminError::Conflict { code, message }),
     }
-    s.store.wake_worker();
-    Ok(Json(json!({"retried": n})).into_response())
+}
+
+#[derive(Deserialize)]
+struct RetryJobs {
+    ids: Vec<i64>,
+    /// What the group is, for the audit.
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// Several dead jobs at once (a group of the inbox): `{"ids": [...]}`.
+async fn retry_jobs(State(s): State<Shared>, Json(r): Json<RetryJobs>) -> Result<Response> {
+    if r.ids.is_empty() || r.ids.len() > 10_000 {
+        return Err(AdminError::BadRequest("ids: 1 to 10000 job ids".into()));
+    }
+    let what = r.reason.unwrap_or_else(|| "given by the admin API".into());
+    let acted = s
+        .actions()
+        .retry_jobs(&Actor::api(), r.ids, "api", &crate::text::printable(&what))
+        .await?;
+    let retried = done(acted.done, "not_dead")?;
+    Ok(Json(json!({"retried": retried, "audit_id": acted.audit})).into_response())
 }
 
 async fn order(
@@ -174,19 +213,9 @@ async fn event(State(s): State<Shared>, Path(event): Path<String>) -> Result<Res
 }
 
 async fn redeliver(State(s): State<Shared>, Path(event): Path<String>) -> Result<Response> {
-    if !s.delivers_events {
-        return Err(AdminError::Conflict {
-            code: "no_fulfillment_url",
-            message:
-                "events are only stored: set [fulfillment] url or [[destinations]] to deliver them"
-                    .into(),
-        });
-    }
-    let now = s.now();
-    if !s.store.redeliver_event(event.clone(), now).await? {
-        return Err(AdminError::NotFound(format!("no event {event}")));
-    }
-    Ok(Json(json!({"redelivering": event})).into_response())
+    let acted = s.actions().redeliver(&Actor::api(), &event).await?;
+    done(acted.done, "no_fulfillment_url")?;
+    Ok(Json(json!({"redelivering": event, "audit_id": acted.audit})).into_response())
 }
 
 async fn reviews(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Response> {
@@ -205,25 +234,106 @@ async fn reviews(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Res
 
 async fn confirm(State(s): State<Shared>, Path(text): Path<String>) -> Result<Response> {
     let n = id(&text)?;
-    let answer = s.store.confirm_review(n, s.now()).await?;
-    review_answer(n, answer)
+    let acted = s.actions().confirm_review(&Actor::api(), n).await?;
+    Ok(Json(done(acted.done, "already_decided")?).into_response())
 }
 
 async fn dismiss(State(s): State<Shared>, Path(text): Path<String>) -> Result<Response> {
     let n = id(&text)?;
-    let answer = s.store.dismiss_review(n, s.now()).await?;
-    review_answer(n, answer)
+    let acted = s.actions().dismiss_review(&Actor::api(), n).await?;
+    Ok(Json(done(acted.done, "already_decided")?).into_response())
 }
 
-fn review_answer(n: i64, answer: Answer) -> Result<Response> {
-    match answer {
-        Answer::Done(review) => Ok(Json(review).into_response()),
-        Answer::NotFound => Err(AdminError::NotFound(format!("no fraud review {n}"))),
-        Answer::AlreadyDecided(state) => Err(AdminError::Conflict {
-            code: "already_decided",
-            message: format!("fraud review {n} is {state} already"),
-        }),
+/// A review with its evidence and what confirming it would do.
+async fn review(State(s): State<Shared>, Path(text): Path<String>) -> Result<Response> {
+    let n = id(&text)?;
+    let r = s
+        .store
+        .review(n)
+        .await?
+        .ok_or_else(|| AdminError::NotFound(format!("no fraud review {n}")))?;
+    let c = crate::actions::consequence(&r);
+    Ok(Json(json!({
+        "review": r,
+        "confirming": {"does": c.words, "moves_money": c.moves_money, "undo": c.undo, "amount": c.amount},
+    }))
+    .into_response())
+}
+
+async fn inbox(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Response> {
+    let inbox = s.store.inbox(limit(&query(raw))?).await?;
+    Ok(Json(inbox).into_response())
+}
+
+async fn audit(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Response> {
+    let q = query(raw);
+    let rows = s
+        .store
+        .audit(AuditFilter {
+            item: q.get("item").map(str::to_string),
+            actor: q.get("actor").map(str::to_string),
+            before: q.get("before").map(id).transpose()?,
+            limit: limit(&q)?,
+        })
+        .await?;
+    Ok(Json(rows).into_response())
+}
+
+async fn search(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Response> {
+    let q = query(raw).get("q").unwrap_or("").to_string();
+    let found = s.store.search(s.accounts.clone(), q).await?;
+    Ok(Json(found).into_response())
+}
+
+async fn timeline(
+    State(s): State<Shared>,
+    Path((kind, order)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    let kind = [
+        "merchant_order",
+        "platform_order",
+        "payment_intent",
+        "payment",
+    ]
+    .into_iter()
+    .find(|k| *k == kind)
+    .ok_or_else(|| {
+        AdminError::BadRequest(
+            "kind is merchant_order, platform_order, payment_intent or payment".into(),
+        )
+    })?;
+    let account = query(raw)
+        .get("account")
+        .map(str::to_string)
+        .or_else(|| s.default_account.clone())
+        .ok_or_else(|| AdminError::BadRequest("several accounts: give ?account=NAME".into()))?;
+    let t = s.store.timeline(account, kind, order).await?;
+    Ok(found(t, "order")?.into_response())
+}
+
+#[derive(Deserialize)]
+struct Acknowledge {
+    item: String,
+}
+
+/// `{"item": "missed:7" | "at_risk:ACCOUNT:ORDER" | "after_release:ID"}`.
+async fn acknowledge(State(s): State<Shared>, Json(a): Json<Acknowledge>) -> Result<Response> {
+    let known = ["missed:", "at_risk:", "after_release:"]
+        .iter()
+        .any(|p| a.item.starts_with(p));
+    if !known || a.item.len() > 300 {
+        return Err(AdminError::BadRequest(
+            "item is missed:ID, at_risk:ACCOUNT:ORDER or after_release:ID".into(),
+        ));
     }
+    let detail = format!("acknowledge {}", crate::text::printable(&a.item));
+    let acted = s
+        .actions()
+        .acknowledge(&Actor::api(), &a.item, None, None, detail)
+        .await?;
+    done(acted.done, "already_acknowledged")?;
+    Ok(Json(json!({"acknowledged": a.item, "audit_id": acted.audit})).into_response())
 }
 
 async fn metrics(State(s): State<Shared>) -> Result<Response> {

@@ -2,29 +2,23 @@
 //! one function per route) served through the same accept loop as the
 //! notification endpoint, so its connection cap and timeouts hold here too.
 //!
-//! - `GET  /api/deliveries?account=&kind=&topic=&since=&before=&limit=`
-//! - `GET  /api/deliveries/{id}`
-//! - `GET  /api/jobs?state=&limit=` (dead first), `GET /api/jobs/{id}`
-//! - `POST /api/jobs/{id}/retry`, `POST /api/jobs/retry-dead`
-//! - `GET  /api/orders/{id}?account=`
-//! - `GET  /api/events?type=&state=&limit=`, `GET /api/events/{id}`
-//! - `POST /api/events/{id}/redeliver`
-//! - `GET  /api/fraud-reviews?state=held|confirmed|dismissed|all`
-//! - `POST /api/fraud-reviews/{id}/confirm`, `POST /api/fraud-reviews/{id}/dismiss`
-//! - `GET  /api/destinations…` (`destinations.rs`), `GET /api/event-types`
-//! - `GET  /metrics` (Prometheus text)
-//! - `GET  /` the status page; `POST /jobs/{id}/retry` its retry button
+//! - the operator console (`console/`): HTML pages for a signed-in person
+//!   (`session.rs`: `/login`, `/logout`, sessions), with their actions;
+//! - the admin API (`api.rs`), `/api/*`, and `GET /metrics`, for machines:
+//!   `Authorization: Bearer {admin.token}` only (the scheme in any case).
+//!   Destinations (`destinations.rs`) and the event catalog
+//!   (`event_types.rs`) are part of it.
 //!
-//! `/api/*` and `/metrics` take `Authorization: Bearer {admin.token}` only.
-//! The status page also takes Basic (any user, the token as password), which
-//! browsers remember: so its form carries a token of its own, and no unsafe
-//! method is served to a request a browser marks as cross-site.
+//! No unsafe method is served to a request a browser marks as cross-site,
+//! whatever its credentials; every console form also carries the
+//! session's CSRF token.
 
 mod api;
+mod console;
 mod destinations;
 mod error;
 pub mod event_types;
-mod page;
+mod session;
 
 use std::sync::Arc;
 
@@ -49,32 +43,65 @@ pub struct AdminState {
     pub delivers_events: bool,
     /// The default account for `/api/orders/{id}`.
     pub default_account: Option<String>,
+    /// Every account's name (the search looks in each).
+    pub accounts: Vec<String>,
     pub metrics: crate::metrics::SharedMetrics,
     /// This process's sweeper, when it runs one.
     pub sweep: Option<crate::reconcile::SharedStatus>,
+    /// A console session unused this long ends.
+    pub session_idle: std::time::Duration,
+    /// Session cookies are `Secure` (the console is reached over https).
+    pub secure_cookies: bool,
 }
 
-impl AdminState {
-    fn now(&self) -> i64 {
-        crate::store::unix_ms(self.clock.now())
+/// The state and what the listener keeps for itself.
+pub struct Admin {
+    state: AdminState,
+    session_idle_ms: i64,
+    login_gate: governor::DefaultDirectRateLimiter,
+}
+
+impl std::ops::Deref for Admin {
+    type Target = AdminState;
+    fn deref(&self) -> &AdminState {
+        &self.state
     }
 }
 
-type Shared = Arc<AdminState>;
+impl Admin {
+    fn now(&self) -> i64 {
+        crate::store::unix_ms(self.clock.now())
+    }
+
+    fn actions(&self) -> crate::actions::Actions {
+        crate::actions::Actions {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            delivers_events: self.delivers_events,
+        }
+    }
+}
+
+type Shared = Arc<Admin>;
 
 /// The route table.
 pub fn router(state: AdminState) -> Router {
-    let state = Arc::new(state);
+    let state = Arc::new(Admin {
+        session_idle_ms: i64::try_from(state.session_idle.as_millis()).unwrap_or(i64::MAX),
+        login_gate: session::login_gate(),
+        state,
+    });
     let api = (api::routes().merge(destinations::routes()))
         .merge(event_types::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), bearer_only));
-    let page = page::routes().route_layer(middleware::from_fn_with_state(
+    let console = console::routes().route_layer(middleware::from_fn_with_state(
         state.clone(),
-        bearer_or_basic,
+        session::require,
     ));
     Router::new()
         .merge(api)
-        .merge(page)
+        .merge(console)
+        .merge(console::public_routes())
         .fallback(|req: Request| async move {
             let (parts, body) = response::not_found(req.method(), req.uri().path()).into_parts();
             Response::from_parts(parts, axum::body::Body::new(body))
@@ -97,28 +124,6 @@ async fn bearer_only(
             challenge: "Bearer",
             message: "send Authorization: Bearer <admin.token>",
         }),
-    }
-}
-
-/// The status page: the bearer token, or Basic with the token as password.
-async fn bearer_or_basic(
-    State(state): State<Shared>,
-    req: Request,
-    next: Next,
-) -> Result<Response, AdminError> {
-    let ok = match credential(&req) {
-        Some(Credential::Bearer(token) | Credential::Basic(token)) => {
-            token_matches(&state, token.as_bytes())
-        }
-        None => false,
-    };
-    if ok {
-        Ok(next.run(req).await)
-    } else {
-        Err(AdminError::Unauthorized {
-            challenge: "Basic realm=\"pointhook\"",
-            message: "sign in with the admin token as the password",
-        })
     }
 }
 
@@ -156,37 +161,22 @@ fn is_cross_site(req: &Request) -> bool {
 
 enum Credential {
     Bearer(String),
-    /// The password of a Basic credential.
-    Basic(String),
 }
 
-/// `Authorization: SCHEME credentials`, the scheme in any case (RFC 7235,
-/// section 2.1).
+/// `Authorization: Bearer …`, the scheme in any case (RFC 7235, section
+/// 2.1).
 fn credential(req: &Request) -> Option<Credential> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, rest) = value.trim_start().split_once(' ')?;
-    let rest = rest.trim_start_matches(' ');
-    if scheme.eq_ignore_ascii_case("bearer") {
-        return Some(Credential::Bearer(rest.to_string()));
-    }
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
-    let b64 = rest;
-    use base64::Engine;
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(b64.trim())
-        .ok()?;
-    let password = &decoded[decoded.iter().position(|b| *b == b':')? + 1..];
-    Some(Credential::Basic(
-        String::from_utf8_lossy(password).into_owned(),
-    ))
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| Credential::Bearer(token.trim().to_string()))
 }
 
 /// Both sides are hashed first, so the comparison (constant-time, by
 /// `subtle`) always runs over 32 bytes and tells nothing of the token's
 /// length either.
-fn token_matches(state: &AdminState, given: &[u8]) -> bool {
+fn token_matches(state: &Admin, given: &[u8]) -> bool {
     use sha2::{Digest, Sha256};
     let given = Sha256::digest(given);
     let token = Sha256::digest(state.token.expose().as_bytes());

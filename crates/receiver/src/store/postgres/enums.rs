@@ -8,7 +8,8 @@ use bytes::BytesMut;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, accepts, to_sql_checked};
 
 use crate::domain::{
-    DestinationState, EventState, JobKind, JobState, Kind, Lane, Review, SignatureStatus,
+    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review,
+    SignatureStatus, Via,
 };
 
 macro_rules! pg_enum {
@@ -41,5 +42,8 @@ pg_enum!(
     EventState,
     DestinationState,
     SignatureStatus,
-    Review
+    Review,
+    Via,
+    Action,
+    AuditOutcome
 );

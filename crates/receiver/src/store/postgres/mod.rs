@@ -14,6 +14,10 @@
 //!   advisory lock.
 //! - Migrations are applied once, under an advisory lock (`schema.rs`).
 
+mod console;
+mod console_lists;
+mod console_reads;
+mod console_timeline;
 pub(super) mod copy;
 mod decisions;
 mod destinations;

@@ -15,10 +15,10 @@ fn ts(ms: Option<i64>) -> Option<String> {
     ms.map(rfc3339)
 }
 
-const DELIVERY_COLUMNS: &str =
+pub(super) const DELIVERY_COLUMNS: &str =
     "id, received_at, account, kind, topic, resource_id, duplicate_of, signature, job_key";
 
-fn delivery_summary(r: &Row) -> Result<DeliverySummary, StoreError> {
+pub(super) fn delivery_summary(r: &Row) -> Result<DeliverySummary, StoreError> {
     Ok(DeliverySummary {
         id: r.try_get(0)?,
         received_at: rfc3339(r.try_get(1)?),
@@ -114,10 +114,10 @@ pub async fn get_delivery(c: &Client, id: i64) -> Result<Option<DeliveryDetail>,
     }))
 }
 
-const JOB_COLUMNS: &str =
+pub(super) const JOB_COLUMNS: &str =
     "id, account, job_key, kind, state, attempts, run_at, last_error, updated_at";
 
-fn job_summary(r: &Row) -> Result<JobSummary, StoreError> {
+pub(super) fn job_summary(r: &Row) -> Result<JobSummary, StoreError> {
     let state: JobState = r.try_get(4)?;
     let kind: JobKind = r.try_get(3)?;
     Ok(JobSummary {
@@ -206,7 +206,7 @@ pub async fn get_job(c: &Client, id: i64) -> Result<Option<JobDetail>, StoreErro
     }))
 }
 
-async fn fetches_of(
+pub(super) async fn fetches_of(
     c: &Client,
     condition: &str,
     params: &[&(dyn ToSql + Sync)],
@@ -252,10 +252,10 @@ pub async fn retry_dead_jobs(c: &Client, now: i64) -> Result<usize, StoreError> 
     .await? as usize)
 }
 
-const EVENT_COLUMNS: &str =
+pub(super) const EVENT_COLUMNS: &str =
     "id, account, type, subject, state, attempts, created_at, delivered_at, last_error";
 
-fn event_summary(r: &Row) -> Result<EventSummary, StoreError> {
+pub(super) fn event_summary(r: &Row) -> Result<EventSummary, StoreError> {
     let state: EventState = r.try_get(4)?;
     Ok(EventSummary {
         id: r.try_get(0)?,
@@ -434,10 +434,17 @@ pub async fn metrics_snapshot(c: &Client, now: i64) -> Result<MetricsSnapshot, S
 
 pub async fn health(c: &Client) -> Result<Health, StoreError> {
     let last_api_call = fetches_of(c, "true", &[]).await?.into_iter().next();
+    // The delivered event attempted last, by the due index.
     let last_delivered_at = c
-        .query_one("SELECT max(delivered_at) FROM events", &[])
+        .query_opt(
+            "SELECT delivered_at FROM events WHERE state = $1
+             ORDER BY next_attempt_at DESC LIMIT 1",
+            &[&EventState::Delivered],
+        )
         .await?
-        .try_get::<_, Option<i64>>(0)?
+        .map(|r| r.try_get::<_, Option<i64>>(0))
+        .transpose()?
+        .flatten()
         .map(rfc3339);
     let merchant_failing = c
         .query_opt(

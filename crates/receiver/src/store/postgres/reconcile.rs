@@ -18,7 +18,8 @@ pub async fn known(c: &Client, account: &str, s: &Sighting) -> Result<bool, Stor
              WHERE account = $1 AND endpoint = $2 AND resource_id = $3
                AND seen = $4 AND status BETWEEN 200 AND 299)
          OR EXISTS (
-             SELECT 1 FROM jobs WHERE account = $1 AND job_key = $5 AND state IN ($6, $7))",
+             SELECT 1 FROM jobs WHERE account = $1 AND job_key = $5
+               AND (state IN ($6, $7) OR (state = $8 AND updated_at >= $9)))",
         &[
             &account,
             &s.endpoint,
@@ -27,6 +28,8 @@ pub async fn known(c: &Client, account: &str, s: &Sighting) -> Result<bool, Stor
             &s.job.key,
             &JobState::Pending,
             &JobState::Running,
+            &JobState::Dead,
+            &s.changed_at.unwrap_or(i64::MAX),
         ],
     )
     .await?
@@ -36,8 +39,11 @@ pub async fn known(c: &Client, account: &str, s: &Sighting) -> Result<bool, Stor
 pub async fn missed_since(c: &Client, since: i64) -> Result<u64, StoreError> {
     let n: i64 = c
         .query_one(
-            "SELECT count(*) FROM deliveries WHERE received_at >= $1 AND kind = $2",
-            &[&since, &Kind::Reconcile],
+            &format!(
+                "SELECT count(*) FROM deliveries WHERE received_at >= $1 AND kind = {}",
+                Kind::Reconcile as i16
+            ),
+            &[&since],
         )
         .await?
         .try_get(0)?;

@@ -21,10 +21,10 @@ use crate::store::views::{Answer, ReviewView};
 const PENDING: i16 = JobState::Pending as i16;
 const RUNNING: i16 = JobState::Running as i16;
 
-const COLUMNS: &str = "id, account, state, merchant_order, payment, reason, job_key, created_at, \
+pub(super) const COLUMNS: &str = "id, account, state, merchant_order, payment, reason, job_key, created_at, \
                        decided_at, round, alert, delivery_id";
 
-fn view(r: &Row) -> Result<ReviewView, StoreError> {
+pub(super) fn view(r: &Row) -> Result<ReviewView, StoreError> {
     let state: Review = r.try_get(2)?;
     Ok(ReviewView {
         id: r.try_get(0)?,

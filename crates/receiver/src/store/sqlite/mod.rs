@@ -13,6 +13,10 @@
 //! waits for the server's writer for up to 5 seconds.
 
 pub(super) mod admin;
+mod console;
+mod console_lists;
+mod console_reads;
+mod console_timeline;
 pub(super) mod copy;
 mod decisions;
 mod deliveries;

@@ -7,7 +7,11 @@ use crate::domain::{JobState, Kind};
 use crate::store::model::Sighting;
 
 /// Known: a read of the resource saw this version, or its job is still
-/// to run (a notification came and its fetch has not happened yet).
+/// to run (a notification came and its fetch has not happened yet), or its
+/// job died after the change (a notification came; its job failed, and
+/// stays dead with its history, in front of a person). A change after the
+/// death is new work: the sweeper's, recorded beside the old (the death is
+/// kept in `job_history` when the job runs again).
 pub(super) fn known(conn: &Connection, account: &str, s: &Sighting) -> rusqlite::Result<bool> {
     conn.prepare_cached(
         "SELECT EXISTS (
@@ -15,7 +19,8 @@ pub(super) fn known(conn: &Connection, account: &str, s: &Sighting) -> rusqlite:
              WHERE account = ?1 AND endpoint = ?2 AND resource_id = ?3
                AND seen = ?4 AND status BETWEEN 200 AND 299)
          OR EXISTS (
-             SELECT 1 FROM jobs WHERE account = ?1 AND job_key = ?5 AND state IN (?6, ?7))",
+             SELECT 1 FROM jobs WHERE account = ?1 AND job_key = ?5
+               AND (state IN (?6, ?7) OR (state = ?8 AND updated_at >= ?9)))",
     )?
     .query_row(
         params![
@@ -25,17 +30,24 @@ pub(super) fn known(conn: &Connection, account: &str, s: &Sighting) -> rusqlite:
             s.version,
             s.job.key,
             JobState::Pending,
-            JobState::Running
+            JobState::Running,
+            JobState::Dead,
+            s.changed_at.unwrap_or(i64::MAX)
         ],
         |r| r.get(0),
     )
 }
 
-/// Deliveries of kind `reconcile` received since `since`.
+/// Deliveries of kind `reconcile` received since `since`, by their
+/// partial index (the kind is written out so that the index applies).
 pub(super) fn missed_since(conn: &Connection, since: i64) -> rusqlite::Result<u64> {
     conn.query_row(
-        "SELECT count(*) FROM deliveries WHERE received_at >= ?1 AND kind = ?2",
-        params![since, Kind::Reconcile],
+        &format!(
+            "SELECT count(*) FROM deliveries INDEXED BY deliveries_missed
+             WHERE received_at >= ?1 AND kind = {}",
+            Kind::Reconcile as i16
+        ),
+        params![since],
         |r| r.get::<_, i64>(0).map(|n| n.max(0) as u64),
     )
 }

@@ -3,7 +3,8 @@
 //! not a guess.
 
 use crate::domain::{
-    DestinationState, EventState, JobKind, JobState, Kind, Lane, Review, SignatureStatus,
+    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review,
+    SignatureStatus, Via,
 };
 
 /// Implements `ToSql`/`FromSql` for fieldless `#[repr(i16)]` enums; every
@@ -37,7 +38,10 @@ sql_enum!(
     EventState,
     DestinationState,
     SignatureStatus,
-    Review
+    Review,
+    Via,
+    Action,
+    AuditOutcome
 );
 
 #[cfg(test)]

@@ -1,0 +1,111 @@
+// Drives the operator console in headless Chromium; run by
+// scripts/console-browser.sh with the admin URL, the screenshot folder
+// and the two orders (with their payments) it prepared.
+const { chromium } = require('playwright-core');
+const [base, shots, order1, pay1, order2, pay2] = process.argv.slice(2);
+const NAME = 'ana';
+const PASSWORD = 'a long enough password';
+
+function check(ok, what) {
+  if (!ok) throw new Error(what);
+}
+
+async function signIn(page) {
+  await page.goto(`${base}/`);
+  check(page.url().startsWith(`${base}/login`), `not sent to sign in: ${page.url()}`);
+  await page.getByLabel('Name').fill(NAME);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Sign in' }).click()]);
+}
+
+async function noSideways(page, path) {
+  await page.goto(`${base}${path}`);
+  const [scroll, client] = await page.evaluate(() => [
+    document.documentElement.scrollWidth,
+    document.documentElement.clientWidth,
+  ]);
+  check(scroll <= client, `${path} scrolls sideways at 390 px: ${scroll} > ${client}`);
+}
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  const page = await phone.newPage();
+  await signIn(page);
+  await page.screenshot({ path: `${shots}/inbox.png`, fullPage: true });
+
+  // The first held review, found in the inbox: what confirming does, the
+  // second confirmation naming the refund, then done.
+  const review1 = page.locator('section', { hasText: `merchant order ${order1}` }).first();
+  check(await review1.isVisible(), `no held review for order ${order1} in the inbox`);
+  const does = await review1.locator('.confirm-does').textContent();
+  check(does.includes('refund 240') && does.includes('cannot be undone'), `confirming says: ${does}`);
+  await Promise.all([page.waitForLoadState(), review1.getByRole('button', { name: /Confirm/ }).click()]);
+  const second = await page.locator('#second-confirmation').textContent();
+  check(second.includes('Refund 240'), `the second confirmation says: ${second}`);
+  await page.screenshot({ path: `${shots}/confirm.png`, fullPage: true });
+  await Promise.all([page.waitForURL(/done=/), page.getByRole('button', { name: /Yes, refund/ }).click()]);
+  check((await page.locator('#review-state').textContent()) === 'confirmed', 'the review is not confirmed');
+  await page.goto(`${base}/audit`);
+  const audit = await page.locator('ul.audit').textContent();
+  check(audit.includes(NAME) && audit.includes('confirm'), `the audit does not show who confirmed: ${audit}`);
+
+  // The second, dismissed.
+  await page.goto(`${base}/`);
+  const review2 = page.locator('section', { hasText: `merchant order ${order2}` }).first();
+  await Promise.all([page.waitForURL(/done=/), review2.getByRole('button', { name: /Dismiss/ }).click()]);
+  check((await page.locator('#review-state').textContent()) === 'dismissed', 'the review is not dismissed');
+
+  // The dead jobs, one group, retried at once.
+  await page.goto(`${base}/`);
+  const group = page.locator('section.group', { hasText: 'on merchant_order' }).first();
+  const button = group.getByRole('button', { name: /Retry all 3/ });
+  check(await button.isVisible(), 'no group of 3 dead jobs');
+  await Promise.all([page.waitForURL(/done=/), button.click()]);
+  const outcome = await page.locator('#outcome').textContent();
+  check(outcome.includes('3 of 3 pending again'), `the group retry says: ${outcome}`);
+
+  // An order found by its payment id, with its timeline.
+  await page.getByLabel('Find an order by any id').fill(pay2);
+  await Promise.all([page.waitForURL(new RegExp(`/orders/${order2}`)), page.getByRole('button', { name: 'Find' }).click()]);
+  const timeline = await page.locator('#timeline').textContent();
+  for (const text of ['Notification', 'API answer', 'Decision', 'fraud_alert.dismissed']) {
+    check(timeline.includes(text), `the timeline lacks ${text}: ${timeline.slice(0, 400)}`);
+  }
+  await page.screenshot({ path: `${shots}/order.png`, fullPage: true });
+
+  // No page scrolls sideways on a phone.
+  for (const path of ['/', `/orders/${order1}`, '/orders?state=blocked', '/deliveries', '/jobs',
+                      '/jobs?state=done', '/events', '/audit', '/health', `/search?q=${pay1}`]) {
+    await noSideways(page, path);
+  }
+  await page.goto(`${base}/health`);
+  await page.screenshot({ path: `${shots}/health.png`, fullPage: true });
+
+  // An action without the session's CSRF token is refused.
+  const forged = await page.request.post(`${base}/jobs/1/retry`, { form: { back: '/' } });
+  check(forged.status() === 403, `a form without the token answered ${forged.status()}`);
+
+  // Without JavaScript: sign in, and one action.
+  const plain = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 390, height: 844 } });
+  const p2 = await plain.newPage();
+  await signIn(p2);
+  await p2.goto(`${base}/jobs?state=dead`);
+  const first = p2.locator('ul.items li').first();
+  await Promise.all([p2.waitForURL(/done=/), first.getByRole('button', { name: 'Retry' }).click()]);
+  const said = await p2.locator('#outcome').textContent();
+  check(said.includes('done'), `the retry without JavaScript says: ${said}`);
+  await p2.screenshot({ path: `${shots}/no-javascript.png`, fullPage: true });
+
+  const desk = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const d = await desk.newPage();
+  await signIn(d);
+  await d.goto(`${base}/orders/${order1}`);
+  await d.screenshot({ path: `${shots}/order-desktop.png`, fullPage: true });
+  console.log('console: signed in, confirmed, dismissed, retried a group, searched, fits 390 px, works without JavaScript, refuses a forged form');
+  await browser.close();
+})().catch((e) => { console.error(e.message); process.exit(1); });
