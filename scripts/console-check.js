@@ -76,6 +76,7 @@ async function noSideways(page, path) {
   for (const text of ['Notification', 'API answer', 'Decision', 'fraud_alert.dismissed']) {
     check(timeline.includes(text), `the timeline lacks ${text}: ${timeline.slice(0, 400)}`);
   }
+  check(await page.locator('#timeline .reason').count() > 0, 'no decision on the timeline says why');
   await page.screenshot({ path: `${shots}/order.png`, fullPage: true });
 
   // No page scrolls sideways on a phone.

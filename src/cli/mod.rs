@@ -12,6 +12,7 @@ use tracing_subscriber::EnvFilter;
 
 mod client;
 mod destinations;
+mod explain;
 mod inspect;
 mod operators;
 mod platform_orders;
@@ -89,6 +90,9 @@ enum Command {
     /// A merchant order's state and history.
     #[command(subcommand)]
     Orders(inspect::Orders),
+    /// Why an order is where it is: found by any id it is known by, its
+    /// notifications, API answers, decisions with their reasons, events.
+    Explain(explain::ExplainArgs),
     /// Orders of the Orders API (ORD…): cancel, refund.
     #[command(subcommand)]
     PlatformOrders(platform_orders::PlatformOrders),
@@ -189,6 +193,12 @@ pub fn main() -> ExitCode {
         }),
         Command::Orders(cmd) => with_store(&config, |store, _| async move {
             inspect::orders(&store, cmd).await
+        }),
+        Command::Explain(args) => load(&config).and_then(|c| {
+            let accounts = c.accounts.iter().map(|a| a.name.clone()).collect();
+            with_store(&config, |store, _| async move {
+                explain::run(&store, accounts, args).await
+            })
         }),
         Command::Events(cmd) => with_store(&config, |store, delivers| async move {
             inspect::events(&store, cmd, delivers).await

@@ -10,6 +10,7 @@ use clap::Subcommand;
 use sha2::{Digest, Sha256};
 
 use pointhook::api::ApiClient;
+use pointhook::api::calls::CallLog;
 use pointhook::config::Config;
 use pointhook::domain::PlatformOrderId;
 use pointhook::money::Money;
@@ -63,7 +64,8 @@ pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
     let answer = match &cmd {
         PlatformOrders::Cancel { .. } => {
             let key = idempotency_key(&["cancel", account, order.as_str()]);
-            api.cancel_platform_order(account, &order, &key).await
+            api.cancel_platform_order(&CallLog::default(), account, &order, &key)
+                .await
         }
         PlatformOrders::Refund {
             transaction,
@@ -87,7 +89,7 @@ pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
                 partial.map_or("", |(t, _)| t),
                 &amount,
             ]);
-            api.refund_platform_order(account, &order, partial, &key)
+            api.refund_platform_order(&CallLog::default(), account, &order, partial, &key)
                 .await
         }
     }

@@ -77,6 +77,7 @@ pub async fn run(config: Config, args: ReconcileArgs) -> anyhow::Result<()> {
         let pass = Pass {
             store: &store,
             api: &api,
+            clock: &pointhook::clock::SystemClock,
             account,
             mode: Mode::Backfill {
                 dry_run: args.dry_run,

@@ -587,6 +587,13 @@ async fn an_order_is_found_by_its_payment_and_shows_its_timeline() {
         "oldest first: {timeline}"
     );
     assert!(timeline.contains("payment.updated"));
+    // The decision says why, in the rule's words, with what it read.
+    assert!(
+        timeline.contains(&format!(
+            "<p class=\"reason\">paid 100.00 of 100.00 from payment {PAYMENT} approved 100.00"
+        )),
+        "{timeline}"
+    );
     let (_, _, html) = b.get("/search?q=nothing-of-that-name").await;
     assert!(html.contains("nothing-found"));
     app.stop().await;

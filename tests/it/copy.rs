@@ -147,6 +147,7 @@ async fn fill(location: &Location) {
             status: 200,
             elapsed_ms: 12,
             at: now,
+            body: Some(format!("{{\"id\":{order}}}").into_bytes()),
         }];
         store.finish_job(job, outcome, fetches, now).await.unwrap();
     }

@@ -20,6 +20,7 @@ mod durability;
 mod end_to_end;
 mod errors;
 mod event_catalog;
+mod explain;
 mod forgery;
 mod fraud;
 mod ingest;

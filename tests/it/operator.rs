@@ -303,6 +303,28 @@ async fn an_order_shows_its_state_and_history() {
         "the payment's and the order's"
     );
     assert!(o["fetches"].as_array().unwrap().len() >= 2);
+    // Each read keeps the resource as the API answered it.
+    let read = o["fetches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["endpoint"] == "merchant_order")
+        .expect("the order was read");
+    assert_eq!(read["body"]["id"], 4945357007_u64, "{read}");
+    // Each decision says why.
+    let released = o["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["event_type"] == "order.released")
+        .expect("the release decision");
+    assert!(
+        released["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("paid 100.00 of 100.00"),
+        "{released}"
+    );
     let types: Vec<&str> = o["events"]
         .as_array()
         .unwrap()

@@ -398,11 +398,18 @@ async fn a_redirect_from_the_api_is_not_followed() {
     )
     .unwrap();
     let payment = pointhook::domain::PaymentId::parse("1").unwrap();
-    let answer = client.refund_payment("default", &payment, "key-1").await;
+    let answer = client
+        .refund_payment(
+            &pointhook::api::calls::CallLog::default(),
+            "default",
+            &payment,
+            "key-1",
+        )
+        .await;
     assert!(
         matches!(
             answer,
-            Err(pointhook::api::ApiError::Refused { status: 307, .. })
+            Err(pointhook::api::error::ApiError::Refused { status: 307, .. })
         ),
         "{answer:?}"
     );

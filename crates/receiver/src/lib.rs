@@ -124,7 +124,8 @@ impl App {
         let metrics = Arc::new(metrics::Metrics::new());
         let api = Arc::new(
             ApiClient::new(&config.api, &accounts, metrics.clone())
-                .context("cannot build the API client")?,
+                .context("cannot build the API client")?
+                .with_clock(options.clock.clone()),
         );
         let worker = Arc::new(Worker::new(
             store.clone(),
@@ -279,6 +280,7 @@ impl App {
                     grace: Duration::from_secs(r.grace_secs),
                 },
                 status: sweep,
+                clock: options.clock.clone(),
             };
             tokio::spawn(sweeper.run(shutdown.clone()))
         });

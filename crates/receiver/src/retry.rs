@@ -45,6 +45,31 @@ pub fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
 mod tests {
     use super::*;
 
+    fn after(value: &str) -> Option<Duration> {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::RETRY_AFTER, value.parse().unwrap());
+        retry_after(&headers)
+    }
+
+    #[test]
+    fn retry_after_in_seconds_or_as_a_date() {
+        assert_eq!(after("7"), Some(Duration::from_secs(7)));
+        assert_eq!(
+            after("18446744073709551615"),
+            Some(Duration::from_secs(u64::MAX))
+        );
+        assert_eq!(after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
+        let later =
+            httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(120));
+        let d = after(&later).unwrap();
+        assert!(
+            d > Duration::from_secs(100) && d <= Duration::from_secs(120),
+            "{d:?}"
+        );
+        assert_eq!(after("soon"), None);
+        assert_eq!(after("-1"), None);
+    }
+
     #[test]
     fn doubles_from_one_second_to_five_minutes() {
         for (attempt, secs) in [

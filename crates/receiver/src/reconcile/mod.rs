@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 pub use pass::{Mode, Pass, PassError, Progress, Report};
 
 use crate::api::ApiClient;
+use crate::clock::Clock;
 use crate::metrics::SharedMetrics;
 use crate::store::Store;
 
@@ -50,6 +51,7 @@ pub struct Sweeper {
     pub metrics: SharedMetrics,
     pub settings: SweeperSettings,
     pub status: SharedStatus,
+    pub clock: Arc<dyn Clock>,
 }
 
 /// When each unknown intent state was first listed, per account.
@@ -86,7 +88,7 @@ impl Sweeper {
                 return;
             }
         };
-        let now = crate::clock::unix_ms_now();
+        let now = crate::clock::unix_ms(self.clock.now());
         let end = jiff::Timestamp::from_millisecond(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
         let begin = end
             .checked_sub(jiff::SignedDuration::try_from(self.settings.lookback).unwrap_or_default())
@@ -103,6 +105,7 @@ impl Sweeper {
             let pass = Pass {
                 store: &self.store,
                 api: &self.api,
+                clock: self.clock.as_ref(),
                 account,
                 mode: Mode::Sweep {
                     grace_ms: self.settings.grace.as_millis() as i64,
@@ -144,7 +147,7 @@ impl Sweeper {
         leadership.release().await;
         self.metrics
             .reconcile_pass(if error.is_some() { "failed" } else { "ok" });
-        let ended = crate::clock::unix_ms_now();
+        let ended = crate::clock::unix_ms(self.clock.now());
         self.set(|s| {
             *s = SweepStatus {
                 last_pass_at: Some(ended),

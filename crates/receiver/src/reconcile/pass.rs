@@ -8,7 +8,10 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::api::{ApiClient, ApiError, ErrorClass, stamp};
+use crate::api::ApiClient;
+use crate::api::endpoint::stamp;
+use crate::api::error::{ApiError, ErrorClass};
+use crate::clock::Clock;
 use crate::domain::{IntentId, IntentState, Kind, PaymentId, SignatureStatus, Work};
 use crate::retry::{backoff, clamp_retry_after};
 use crate::store::{NewDelivery, NewJob, Sighting, Store, StoreError, fingerprint};
@@ -71,6 +74,9 @@ pub type Progress<'a> = &'a (dyn Fn(&Report) + Sync);
 pub struct Pass<'a> {
     pub store: &'a Store,
     pub api: &'a ApiClient,
+    /// What "now" is: when a change counts as missed, and what a sighting
+    /// is stamped with.
+    pub clock: &'a dyn Clock,
     pub account: &'a str,
     pub mode: Mode,
     /// Counts each enqueued change (the sweeper's metric).
@@ -267,7 +273,7 @@ impl Pass<'_> {
                 Err(_) => break,
             }
         }
-        let now = crate::clock::unix_ms_now();
+        let now = crate::clock::unix_ms(self.clock.now());
         for (id, (status, at)) in last {
             if !IntentState::parse(&status).is_some_and(IntentState::is_final) {
                 continue;
@@ -366,7 +372,7 @@ impl Pass<'_> {
             report.known += 1;
             return Ok(());
         }
-        let now = crate::clock::unix_ms_now();
+        let now = crate::clock::unix_ms(self.clock.now());
         match self.mode {
             Mode::Sweep { grace_ms } => {
                 let at = change.updated_at.unwrap_or(now);

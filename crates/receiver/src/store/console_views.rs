@@ -295,3 +295,9 @@ pub fn parse_cursor(text: &str) -> Option<(i64, i64)> {
     let (a, b) = text.split_once('.')?;
     Some((a.parse().ok()?, b.parse().ok()?))
 }
+
+/// The `data` of an event's stored envelope.
+pub(crate) fn event_data(body: Option<String>) -> Option<Value> {
+    let body: Value = serde_json::from_str(&body?).ok()?;
+    body.get("data").cloned()
+}

@@ -197,17 +197,19 @@ pub struct FetchRow {
     pub status: u16,
     pub elapsed_ms: u64,
     pub at: i64,
-    /// What the answer said of the resource's version (`api::Fetch::seen`).
+    /// What the answer said of the resource's version (`api::calls::Fetch::seen`).
     pub seen: Option<String>,
+    /// The resource as read (`api::calls::Fetch::body`).
+    pub body: Option<Vec<u8>>,
 }
 
 /// A resource a platform search listed, with the version it listed.
 #[derive(Debug, Clone)]
 pub struct Sighting {
-    /// `api::Endpoint` name of the read that would see it.
+    /// `api::endpoint::Endpoint` name of the read that would see it.
     pub endpoint: &'static str,
     pub resource_id: String,
-    /// Compared with what reads recorded (`api::version_of`).
+    /// Compared with what reads recorded (`api::endpoint::version_of`).
     pub version: String,
     /// The job a notification of it would have made.
     pub job: NewJob,

@@ -96,6 +96,9 @@ pub struct FetchView {
     pub status: i64,
     pub elapsed_ms: i64,
     pub at: String,
+    /// The resource as the API answered it, where it was kept (reads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -190,6 +193,8 @@ pub struct OrderView {
     pub at_risk_at: Option<String>,
     pub deliveries: Vec<DeliverySummary>,
     pub fetches: Vec<FetchView>,
+    /// Every decision about the order, oldest first, each with its reason.
+    pub decisions: Vec<super::console_views::DecisionView>,
     pub events: Vec<EventSummary>,
 }
 

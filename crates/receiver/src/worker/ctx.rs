@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use super::JobError;
 use crate::api::ApiClient;
+use crate::api::calls::CallLog;
 use crate::domain::Effects;
 use crate::metrics::SharedMetrics;
 use crate::rules::fraud::Policy;
@@ -15,6 +16,8 @@ use pointhook_common::clock::Clock;
 
 pub(super) struct Ctx<'a> {
     pub api: &'a ApiClient,
+    /// The run's API calls, for the job's history.
+    pub calls: &'a CallLog,
     pub store: &'a Store,
     pub clock: &'a dyn Clock,
     pub max_attempts: u32,

@@ -5,7 +5,7 @@
 
 use super::JobError;
 use super::ctx::Ctx;
-use crate::api::{ApiError, ErrorClass};
+use crate::api::error::{ApiError, ErrorClass};
 use crate::domain::{Effects, FraudAlert};
 use crate::rules::fraud::{self as plan, BlockSeen, Lookup, Saga, Step, Undone};
 use crate::store::LeasedJob;
@@ -52,10 +52,10 @@ pub(super) async fn run(
     for _ in 0..MAX_STEPS {
         match plan::next(&saga) {
             Step::FetchPayment(id) => {
-                saga.payment = found(ctx.api.payment(account, &id).await, job)?;
+                saga.payment = found(ctx.api.payment(ctx.calls, account, &id).await, job)?;
             }
             Step::FetchOrder(id) => {
-                saga.order = found(ctx.api.merchant_order(account, &id).await, job)?;
+                saga.order = found(ctx.api.merchant_order(ctx.calls, account, &id).await, job)?;
             }
             Step::Block(decision) => {
                 let order = decision
@@ -74,7 +74,9 @@ pub(super) async fn run(
                 });
             }
             Step::Cancel(payment) => {
-                saga.undone = Some(undone(ctx.api.cancel_payment(account, &payment).await)?);
+                saga.undone = Some(undone(
+                    ctx.api.cancel_payment(ctx.calls, account, &payment).await,
+                )?);
             }
             Step::Refund {
                 payment,
@@ -82,7 +84,7 @@ pub(super) async fn run(
             } => {
                 saga.undone = Some(undone(
                     ctx.api
-                        .refund_payment(account, &payment, &idempotency_key)
+                        .refund_payment(ctx.calls, account, &payment, &idempotency_key)
                         .await,
                 )?);
             }

@@ -35,14 +35,18 @@ fn overflow(what: String) -> impl FnOnce(Overflow) -> JobError {
 async fn payment(ctx: &Ctx<'_>, job: &LeasedJob, id: &PaymentId) -> Result<Effects, JobError> {
     let account = job.account.as_str();
     let api_err = |e| JobError::from_api(e, job);
-    let payment = ctx.api.payment(account, id).await.map_err(api_err)?;
+    let payment = ctx
+        .api
+        .payment(ctx.calls, account, id)
+        .await
+        .map_err(api_err)?;
     let mut effects = Effects::one(rules::payment::updated(&payment));
     let Some(order_id) = payment.merchant_order.clone() else {
         return Ok(effects);
     };
     let order = ctx
         .api
-        .merchant_order(account, &order_id)
+        .merchant_order(ctx.calls, account, &order_id)
         .await
         .map_err(api_err)?;
     if rules::payment::order_is_behind(&payment, &order) && ctx.may_wait(job, Wait::OrderBehind) {
@@ -67,7 +71,7 @@ async fn merchant_order(
 ) -> Result<Effects, JobError> {
     let order = ctx
         .api
-        .merchant_order(&job.account, id)
+        .merchant_order(ctx.calls, &job.account, id)
         .await
         .map_err(|e| JobError::from_api(e, job))?;
     rules::release::order_effects(&order).map_err(overflow(format!("merchant order {id}")))
@@ -80,12 +84,16 @@ async fn chargeback(
 ) -> Result<Effects, JobError> {
     let account = job.account.as_str();
     let api_err = |e| JobError::from_api(e, job);
-    let cb = ctx.api.chargeback(account, id).await.map_err(api_err)?;
+    let cb = ctx
+        .api
+        .chargeback(ctx.calls, account, id)
+        .await
+        .map_err(api_err)?;
     let mut effects = Effects::one(rules::chargeback::updated(&cb));
     for payment_id in &cb.payments {
         let payment = ctx
             .api
-            .payment(account, payment_id)
+            .payment(ctx.calls, account, payment_id)
             .await
             .map_err(api_err)?;
         if let Some(order) = &payment.merchant_order {
@@ -102,7 +110,11 @@ async fn chargeback(
 async fn intent(ctx: &Ctx<'_>, job: &LeasedJob, id: &IntentId) -> Result<Effects, JobError> {
     let account = job.account.as_str();
     let api_err = |e| JobError::from_api(e, job);
-    let intent = ctx.api.payment_intent(account, id).await.map_err(api_err)?;
+    let intent = ctx
+        .api
+        .payment_intent(ctx.calls, account, id)
+        .await
+        .map_err(api_err)?;
     let Some(state) = intent.state else {
         return not_final(
             ctx,
@@ -111,9 +123,12 @@ async fn intent(ctx: &Ctx<'_>, job: &LeasedJob, id: &IntentId) -> Result<Effects
         );
     };
     let payment = match &intent.payment {
-        Some(pid) if rules::intent::needs_payment(state) => {
-            Some(ctx.api.payment(account, pid).await.map_err(api_err)?)
-        }
+        Some(pid) if rules::intent::needs_payment(state) => Some(
+            ctx.api
+                .payment(ctx.calls, account, pid)
+                .await
+                .map_err(api_err)?,
+        ),
         _ => None,
     };
     if let Some(p) = &payment {
@@ -152,7 +167,11 @@ async fn platform_order(
     use rules::platform_order::{self as po, OrderDecision};
     let account = job.account.as_str();
     let api_err = |e| JobError::from_api(e, job);
-    let order = ctx.api.platform_order(account, id).await.map_err(api_err)?;
+    let order = ctx
+        .api
+        .platform_order(ctx.calls, account, id)
+        .await
+        .map_err(api_err)?;
     let (outcome, checked) = match po::status(&order) {
         OrderDecision::Final(outcome) => (outcome, None),
         OrderDecision::CheckPayment => {
@@ -162,7 +181,11 @@ async fn platform_order(
                     after: None,
                 });
             };
-            let payment = ctx.api.payment(account, &pid).await.map_err(api_err)?;
+            let payment = ctx
+                .api
+                .payment(ctx.calls, account, &pid)
+                .await
+                .map_err(api_err)?;
             match po::checked(&payment.status) {
                 Some(outcome) => (outcome, Some(payment.status)),
                 None => {

@@ -20,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::api::{ApiClient, ApiError, ErrorClass};
+use crate::api::ApiClient;
+use crate::api::calls::CallLog;
+use crate::api::error::{ApiError, ErrorClass};
 use crate::retry::{backoff, clamp_retry_after};
 use crate::rules::fraud::Policy;
 use crate::rules::wait::{self, Wait};
@@ -256,8 +258,10 @@ impl Worker {
     async fn execute(&self, job: LeasedJob) -> Result<(), StoreError> {
         let span = tracing::info_span!("job", job_id = job.id, key = %job.key, account = %job.account, attempt = job.attempt);
         async {
+            let calls = CallLog::default();
             let ctx = ctx::Ctx {
                 api: &self.api,
+                calls: &calls,
                 store: &self.store,
                 clock: self.clock.as_ref(),
                 max_attempts: self.settings.max_attempts,
@@ -274,15 +278,15 @@ impl Worker {
                 if inject {
                     panic!("injected handler panic");
                 }
-                crate::api::recording(handlers::run(&ctx, &job)).await
+                handlers::run(&ctx, &job).await
             })
             .catch_unwind();
             // The renewal lives exactly as long as the run: whichever ends
             // first ends the other.
-            let (result, fetches) = tokio::select! {
+            let result = tokio::select! {
                 ran = run => match ran {
-                    Ok((result, fetches)) => (result, fetches),
-                    Err(panic) => (Err(JobError::Panicked(panic_message(&*panic))), Vec::new()),
+                    Ok(result) => result,
+                    Err(panic) => Err(JobError::Panicked(panic_message(&*panic))),
                 },
                 () = keep_lease(&self.store, self.clock.as_ref(), &job, self.settings.lease) => {
                     tracing::warn!("lease lost: this run stops and records nothing");
@@ -290,15 +294,17 @@ impl Worker {
                     return Ok(());
                 }
             };
-            let fetches = fetches
+            let fetches = calls
+                .take()
                 .into_iter()
                 .map(|f| FetchRow {
                     endpoint: f.endpoint,
                     resource_id: f.resource_id,
                     status: f.status,
                     elapsed_ms: f.elapsed_ms,
-                    at: store::unix_ms(f.at),
+                    at: f.at,
                     seen: f.seen,
+                    body: f.body,
                 })
                 .collect();
             self.finish(job, result, fetches).await

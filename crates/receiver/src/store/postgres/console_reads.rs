@@ -44,11 +44,6 @@ pub async fn reviews_where(
     .collect()
 }
 
-pub fn data_of(body: Option<String>) -> Option<Value> {
-    let body: Value = serde_json::from_str(&body?).ok()?;
-    body.get("data").cloned()
-}
-
 pub fn rows<T>(
     rows: Vec<Row>,
     f: impl Fn(&Row) -> Result<T, StoreError>,
@@ -85,7 +80,7 @@ pub async fn inbox(c: &Client, limit: i64) -> Result<Inbox, StoreError> {
                 account: r.try_get(1)?,
                 order_id: r.try_get(2)?,
                 at: rfc3339(r.try_get(3)?),
-                data: data_of(r.try_get(4)?),
+                data: event_data(r.try_get(4)?),
             })
         },
     )?;
@@ -110,7 +105,7 @@ pub async fn inbox(c: &Client, limit: i64) -> Result<Inbox, StoreError> {
                 account,
                 order_id: order,
                 at: rfc3339(r.try_get(2)?),
-                data: data_of(r.try_get(3)?),
+                data: event_data(r.try_get(3)?),
             })
         },
     )?;
@@ -224,7 +219,7 @@ pub async fn payment_seen(
     };
     let (body, at): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
     Ok((|| {
-        let data = data_of(Some(body))?;
+        let data = event_data(Some(body))?;
         Some(PaymentSeen {
             status: data.get("status")?.as_str()?.to_string(),
             amount: data
@@ -286,7 +281,7 @@ async fn order_of_payment(
         )
         .await?;
     for r in bodies {
-        let order = data_of(r.try_get(0)?)
+        let order = event_data(r.try_get(0)?)
             .and_then(|d| d.get("merchant_order_id")?.as_str().map(str::to_string));
         if order.is_some() {
             return Ok(order);

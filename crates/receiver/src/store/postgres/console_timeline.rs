@@ -8,9 +8,10 @@ use deadpool_postgres::Client;
 
 use super::console::{AUDIT_COLUMNS, audit_row};
 use super::console_lists::event_attempts;
-use super::console_reads::{alert_deliveries, data_of, order_state, reviews_where};
-use super::reads::{DELIVERY_COLUMNS, EVENT_COLUMNS, delivery_summary, event_summary, fetches_of};
-use crate::clock::rfc3339;
+use super::console_reads::{alert_deliveries, order_state, reviews_where};
+use super::reads::{
+    DELIVERY_COLUMNS, EVENT_COLUMNS, decisions, delivery_summary, event_summary, fetches_of,
+};
 use crate::store::StoreError;
 use crate::store::console_views::*;
 use crate::store::views::{DeliverySummary, EventSummary};
@@ -154,37 +155,6 @@ async fn deliveries(
     .await?
     .iter()
     .map(|r| Ok((r.try_get::<_, i64>(1)?, delivery_summary(r)?)))
-    .collect()
-}
-
-async fn decisions(
-    c: &Client,
-    account: &str,
-    subject: &str,
-) -> Result<Vec<DecisionView>, StoreError> {
-    c.query(
-        &format!(
-            "SELECT d.id, d.subject, d.key, d.event_type, d.event_id, d.job_id, d.created_at, e.body
-             FROM decisions d LEFT JOIN events e ON e.id = d.event_id
-             WHERE d.account = $1 AND d.subject = $2 ORDER BY d.id LIMIT {MOST}"
-        ),
-        &[&account, &subject],
-    )
-    .await?
-    .iter()
-    .map(|r| {
-        Ok(DecisionView {
-            id: r.try_get(0)?,
-            subject: r.try_get(1)?,
-            key: r.try_get(2)?,
-            event_type: r.try_get(3)?,
-            event_id: r.try_get(4)?,
-            job_id: r.try_get(5)?,
-            created_at: rfc3339(r.try_get(6)?),
-            data: data_of(r.try_get(7)?),
-            reason: None,
-        })
-    })
     .collect()
 }
 

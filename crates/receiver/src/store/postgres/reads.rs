@@ -1,6 +1,7 @@
 //! What an operator reads and replays on PostgreSQL, and pruning: the same
 //! answers as the SQLite backend's (`sqlite/admin.rs`).
 
+use crate::store::console_views::{DecisionView, event_data};
 use deadpool_postgres::Client;
 use serde_json::Value;
 use tokio_postgres::Row;
@@ -213,7 +214,7 @@ pub(super) async fn fetches_of(
 ) -> Result<Vec<FetchView>, StoreError> {
     c.query(
         &format!(
-            "SELECT job_id, endpoint, resource_id, status, elapsed_ms, at FROM fetches
+            "SELECT job_id, endpoint, resource_id, status, elapsed_ms, at, body FROM fetches
              WHERE {condition} ORDER BY id DESC LIMIT 200"
         ),
         params,
@@ -228,6 +229,9 @@ pub(super) async fn fetches_of(
             status: i64::from(r.try_get::<_, i32>(3)?),
             elapsed_ms: r.try_get(4)?,
             at: rfc3339(r.try_get(5)?),
+            body: r
+                .try_get::<_, Option<Vec<u8>>>(6)?
+                .and_then(|b| serde_json::from_slice(&b).ok()),
         })
     })
     .collect()
@@ -389,6 +393,7 @@ pub async fn get_order(
         ),
         None => Default::default(),
     };
+    let decisions = decisions(c, account, &subject).await?;
     Ok(Some(OrderView {
         account: account.to_string(),
         kind,
@@ -402,6 +407,7 @@ pub async fn get_order(
         at_risk_at: ts(at_risk),
         deliveries,
         fetches,
+        decisions,
         events,
     }))
 }
@@ -547,4 +553,34 @@ pub async fn prune_batch(c: &mut Client, cutoff: i64, batch: usize) -> Result<Pr
         events,
         fetches,
     })
+}
+
+/// The decisions about `subject`, oldest first, each with its reason.
+pub(super) async fn decisions(
+    c: &Client,
+    account: &str,
+    subject: &str,
+) -> Result<Vec<DecisionView>, StoreError> {
+    c.query(
+        "SELECT d.id, d.subject, d.key, d.event_type, d.event_id, d.job_id, d.created_at, e.body, d.reason
+             FROM decisions d LEFT JOIN events e ON e.id = d.event_id
+             WHERE d.account = $1 AND d.subject = $2 ORDER BY d.id LIMIT 200",
+        &[&account, &subject],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(DecisionView {
+            id: r.try_get(0)?,
+            subject: r.try_get(1)?,
+            key: r.try_get(2)?,
+            event_type: r.try_get(3)?,
+            event_id: r.try_get(4)?,
+            job_id: r.try_get(5)?,
+            created_at: rfc3339(r.try_get(6)?),
+            data: event_data(r.try_get(7)?),
+            reason: r.try_get(8)?,
+        })
+    })
+    .collect()
 }

@@ -377,6 +377,7 @@ pub async fn finish(
     let elapsed: Vec<i64> = fetches.iter().map(|f| f.elapsed_ms as i64).collect();
     let at: Vec<i64> = fetches.iter().map(|f| f.at).collect();
     let seen: Vec<Option<&str>> = fetches.iter().map(|f| f.seen.as_deref()).collect();
+    let bodies: Vec<Option<&[u8]>> = fetches.iter().map(|f| f.body.as_deref()).collect();
     let effects = match outcome {
         JobOutcome::Done(effects) => Some(effects),
         _ => None,
@@ -388,8 +389,8 @@ pub async fn finish(
     // its lease locks no order while its transaction is rolled back.
     let sql = format!(
         "WITH f AS (
-             INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at, seen)
-             SELECT $1, $3, * FROM unnest($7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[])
+             INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at, seen, body)
+             SELECT $1, $3, * FROM unnest($7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $16::bytea[])
          ), j AS (
              UPDATE jobs SET {set}, rerun = false, lease_until = NULL, updated_at = $5
              WHERE {FENCE}{RUNNING}
@@ -420,6 +421,7 @@ pub async fn finish(
                 &orders.ids,
                 &orders.totals,
                 &orders.paid,
+                &bodies,
             ],
         )
         .await?;

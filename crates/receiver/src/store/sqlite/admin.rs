@@ -3,6 +3,7 @@
 //! plain connection, so the CLI can use them on the database file while the
 //! server runs (WAL: readers never wait for the writer).
 
+use crate::store::console_views::{DecisionView, event_data};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
@@ -232,7 +233,7 @@ pub(super) fn fetches_of(
     p: impl rusqlite::Params,
 ) -> rusqlite::Result<Vec<FetchView>> {
     conn.prepare(&format!(
-        "SELECT job_id, endpoint, resource_id, status, elapsed_ms, at FROM fetches
+        "SELECT job_id, endpoint, resource_id, status, elapsed_ms, at, body FROM fetches
          WHERE {condition} ORDER BY id DESC LIMIT 200"
     ))?
     .query_map(p, |r| {
@@ -243,6 +244,9 @@ pub(super) fn fetches_of(
             status: r.get(3)?,
             elapsed_ms: r.get(4)?,
             at: rfc3339(r.get(5)?),
+            body: r
+                .get::<_, Option<Vec<u8>>>(6)?
+                .and_then(|b| serde_json::from_slice(&b).ok()),
         })
     })?
     .collect()
@@ -409,6 +413,7 @@ pub(super) fn get_order(
         )
         .optional()?;
     let (total, paid, released, blocked, at_risk) = state.unwrap_or_default();
+    let decisions = decisions(conn, account, &subject)?;
     Ok(Some(OrderView {
         account: account.to_string(),
         kind,
@@ -422,6 +427,7 @@ pub(super) fn get_order(
         at_risk_at: ts(at_risk),
         deliveries,
         fetches,
+        decisions,
         events,
     }))
 }
@@ -484,6 +490,31 @@ pub(super) fn health(conn: &Connection) -> rusqlite::Result<Health> {
         last_delivered_at,
         merchant_failing,
     })
+}
+
+/// The decisions about `subject`, oldest first, each with its reason.
+pub(super) fn decisions(
+    c: &Connection,
+    account: &str,
+    subject: &str,
+) -> rusqlite::Result<Vec<DecisionView>> {
+    c.prepare_cached("SELECT d.id, d.subject, d.key, d.event_type, d.event_id, d.job_id, d.created_at, e.body, d.reason
+         FROM decisions d LEFT JOIN events e ON e.id = d.event_id
+         WHERE d.account = ?1 AND d.subject = ?2 ORDER BY d.id LIMIT 200")?
+    .query_map(params![account, subject], |r| {
+        Ok(DecisionView {
+            id: r.get(0)?,
+            subject: r.get(1)?,
+            key: r.get(2)?,
+            event_type: r.get(3)?,
+            event_id: r.get(4)?,
+            job_id: r.get(5)?,
+            created_at: rfc3339(r.get(6)?),
+            data: event_data(r.get(7)?),
+            reason: r.get(8)?,
+        })
+    })?
+    .collect()
 }
 
 #[cfg(test)]

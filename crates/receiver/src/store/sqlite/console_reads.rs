@@ -35,7 +35,7 @@ pub(super) fn inbox(c: &Connection, limit: i64) -> rusqlite::Result<Inbox> {
                 account: r.get(1)?,
                 order_id: r.get(2)?,
                 at: rfc3339(r.get(3)?),
-                data: data_of(r.get(4)?),
+                data: event_data(r.get(4)?),
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -58,7 +58,7 @@ pub(super) fn inbox(c: &Connection, limit: i64) -> rusqlite::Result<Inbox> {
                 account,
                 order_id: order,
                 at: rfc3339(r.get(2)?),
-                data: data_of(r.get(3)?),
+                data: event_data(r.get(3)?),
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -107,11 +107,6 @@ fn job_state(c: &Connection, d: &DeliverySummary) -> rusqlite::Result<Option<&'s
             .optional()?
             .map(JobState::as_str),
     )
-}
-
-pub(super) fn data_of(body: Option<String>) -> Option<Value> {
-    let body: Value = serde_json::from_str(&body?).ok()?;
-    body.get("data").cloned()
 }
 
 pub(super) fn review_view(c: &Connection, id: i64) -> rusqlite::Result<Option<ReviewView>> {
@@ -171,7 +166,7 @@ pub(super) fn payment_seen(
         .query_row(params![account, payment], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     Ok(row.and_then(|(body, at)| {
-        let data = data_of(Some(body))?;
+        let data = event_data(Some(body))?;
         Some(PaymentSeen {
             status: data.get("status")?.as_str()?.to_string(),
             amount: data
@@ -232,7 +227,7 @@ fn order_of_payment(
         .query_map(params![account, payment], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     let from_events = bodies.into_iter().find_map(|b| {
-        data_of(Some(b))?
+        event_data(Some(b))?
             .get("merchant_order_id")?
             .as_str()
             .map(str::to_string)

@@ -8,11 +8,12 @@ use std::collections::BTreeSet;
 
 use rusqlite::{Connection, params};
 
-use super::admin::{DELIVERY_COLUMNS, EVENT_COLUMNS, delivery_summary, event_summary, fetches_of};
+use super::admin::{
+    DELIVERY_COLUMNS, EVENT_COLUMNS, decisions, delivery_summary, event_summary, fetches_of,
+};
 use super::console::{AUDIT_COLUMNS, audit_row};
 use super::console_lists::event_attempts;
-use super::console_reads::{alert_deliveries, data_of, order_state};
-use crate::clock::rfc3339;
+use super::console_reads::{alert_deliveries, order_state};
 use crate::store::console_views::*;
 use crate::store::views::{DeliverySummary, ReviewView};
 
@@ -180,28 +181,6 @@ fn deliveries(
     ))?
     .query_map(params![account, value], |r| {
         Ok((r.get::<_, i64>(1)?, delivery_summary(r)?))
-    })?
-    .collect()
-}
-
-fn decisions(c: &Connection, account: &str, subject: &str) -> rusqlite::Result<Vec<DecisionView>> {
-    c.prepare_cached(&format!(
-        "SELECT d.id, d.subject, d.key, d.event_type, d.event_id, d.job_id, d.created_at, e.body
-         FROM decisions d LEFT JOIN events e ON e.id = d.event_id
-         WHERE d.account = ?1 AND d.subject = ?2 ORDER BY d.id LIMIT {MOST}"
-    ))?
-    .query_map(params![account, subject], |r| {
-        Ok(DecisionView {
-            id: r.get(0)?,
-            subject: r.get(1)?,
-            key: r.get(2)?,
-            event_type: r.get(3)?,
-            event_id: r.get(4)?,
-            job_id: r.get(5)?,
-            created_at: rfc3339(r.get(6)?),
-            data: data_of(r.get(7)?),
-            reason: None,
-        })
     })?
     .collect()
 }

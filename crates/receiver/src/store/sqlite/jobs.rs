@@ -139,8 +139,8 @@ pub(super) fn finish(
     };
     for f in fetches {
         conn.prepare_cached(
-            "INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at, seen)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at, seen, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?
         .execute(params![
             job.id,
@@ -150,7 +150,8 @@ pub(super) fn finish(
             f.status,
             f.elapsed_ms as i64,
             f.at,
-            f.seen
+            f.seen,
+            f.body
         ])?;
     }
     // Every update below is fenced like the check above: same attempt,

@@ -1,0 +1,69 @@
+//! `pointhook explain ID`: an order found by any id it is known by, its
+//! story oldest first with the reason of each decision.
+
+use serde_json::Value;
+
+use crate::helpers::*;
+use crate::platform::*;
+
+on_both_backends!(explain_tells_an_orders_story_with_the_reason_of_its_decision);
+
+const ORDER: &str = "4945357007";
+const PAYMENT: &str = "23064274473";
+
+async fn explain_tells_an_orders_story_with_the_reason_of_its_decision() {
+    let api = FakeApi::start().await;
+    let app = spawn_app_with(TestConfig::default().api(&api.uri())).await;
+    api.payment(PAYMENT, "approved", "100", Some(ORDER));
+    api.order(ORDER, "100", &[(PAYMENT, "100", "approved")], None);
+    app.post(&format!("topic=payment&id={PAYMENT}"), &[], None)
+        .await;
+    app.run_jobs().await;
+
+    let (ok, out, err) = cli_async(&app, &["explain", PAYMENT]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with(&format!(
+            "merchant order {ORDER} (account default; found by its payment)"
+        )),
+        "{out}"
+    );
+    let line = |what: &str| {
+        out.lines()
+            .position(|l| l.contains(&format!("  {what}")))
+            .unwrap_or_else(|| panic!("no {what} line in {out}"))
+    };
+    let (notification, answer, decision) =
+        (line("notification"), line("API answer"), line("decision"));
+    assert!(
+        notification < answer && answer < decision,
+        "oldest first: {out}"
+    );
+    let decided = out.lines().nth(decision).unwrap();
+    assert!(
+        decided.contains("order.released")
+            && decided.contains(&format!(
+                "paid 100.00 of 100.00 from payment {PAYMENT} approved 100.00"
+            )),
+        "{decided}"
+    );
+
+    let (ok, out, err) = cli_async(&app, &["explain", ORDER, "--json"]).await;
+    assert!(ok, "{err}");
+    let t: Value = serde_json::from_str(&out).unwrap();
+    let reasons: Vec<&str> = t["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e[1]["reason"].as_str())
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r.starts_with("paid 100.00")),
+        "{out}"
+    );
+
+    let (ok, _, err) = cli_async(&app, &["explain", "no-such-thing"]).await;
+    assert!(!ok);
+    assert_eq!(err.trim(), "pointhook: nothing known by \"no-such-thing\"");
+    app.stop().await;
+}
