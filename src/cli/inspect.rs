@@ -78,6 +78,10 @@ pub enum Orders {
         #[command(flatten)]
         out: Output,
     },
+    /// The order as a sandbox fixture that replays what pointhook saw:
+    /// the API's answers seeded, each notification as it came, the events
+    /// decided as the expectation (`pointhook sandbox trigger FILE`).
+    ExportScenario(super::scenario::ExportArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -310,8 +314,11 @@ pub async fn jobs(store: &Store, cmd: Jobs) -> anyhow::Result<()> {
     }
 }
 
-pub async fn orders(store: &Store, cmd: Orders) -> anyhow::Result<()> {
-    let Orders::Show { id, account, out } = cmd;
+pub async fn orders(store: &Store, accounts: Vec<String>, cmd: Orders) -> anyhow::Result<()> {
+    let (id, account, out) = match cmd {
+        Orders::Show { id, account, out } => (id, account, out),
+        Orders::ExportScenario(args) => return super::scenario::run(store, accounts, args).await,
+    };
     let o = store
         .get_order(account.clone(), id.clone())
         .await?

@@ -18,6 +18,7 @@ mod operators;
 mod platform_orders;
 mod reconcile;
 mod sandbox;
+mod scenario;
 mod trigger;
 
 use pointhook::config::{Config, ConfigError, LogFormat};
@@ -191,8 +192,11 @@ pub fn main() -> ExitCode {
         Command::Jobs(cmd) => with_store(&config, |store, _| async move {
             inspect::jobs(&store, cmd).await
         }),
-        Command::Orders(cmd) => with_store(&config, |store, _| async move {
-            inspect::orders(&store, cmd).await
+        Command::Orders(cmd) => load(&config).and_then(|c| {
+            let accounts = c.accounts.iter().map(|a| a.name.clone()).collect();
+            with_store(&config, |store, _| async move {
+                inspect::orders(&store, accounts, cmd).await
+            })
         }),
         Command::Explain(args) => load(&config).and_then(|c| {
             let accounts = c.accounts.iter().map(|a| a.name.clone()).collect();

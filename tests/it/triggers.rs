@@ -190,3 +190,110 @@ async fn the_documented_fixture_runs_as_written() {
     app.stop().await;
     sb.stop().await;
 }
+
+/// Waits until the merchant got an event of `kind`; its data.
+async fn told(merchant: &Merchant, kind: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some((_, data)) = received(merchant)
+            .await
+            .into_iter()
+            .find(|(k, _)| k == kind)
+        {
+            return data;
+        }
+        assert!(std::time::Instant::now() < deadline, "never told {kind}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What pointhook saw of an order, exported as a scenario, replays on a
+/// fresh sandbox and a fresh pointhook with the same decision, and holds
+/// no secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_exported_as_a_scenario_replays_on_a_fresh_sandbox() {
+    let (sb, app, merchant) = wired().await;
+    let (ok, _, err) = pointhook(
+        [
+            "sandbox",
+            "trigger",
+            "merchant-order-paid-in-two-payments",
+            "--url",
+            &sb.url,
+            "--token",
+            TOKEN,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    )
+    .await;
+    assert!(ok, "{err}");
+    let released = told(&merchant, "order.released").await;
+    let order = released["merchant_order_id"].as_str().unwrap().to_string();
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("incident.json");
+    let (ok, _, err) = pointhook(vec![
+        "orders".into(),
+        "export-scenario".into(),
+        order.clone(),
+        "--config".into(),
+        app.config_path.display().to_string(),
+        "--out".into(),
+        file.display().to_string(),
+    ])
+    .await;
+    assert!(ok, "{err}");
+    app.stop().await;
+    sb.stop().await;
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(TOKEN), "a secret in the fixture: {text}");
+    assert!(!text.to_lowercase().contains("x-signature"), "{text}");
+    let fixture: Value = serde_json::from_str(&text).unwrap();
+    let steps = fixture["steps"].as_array().unwrap();
+    let seeded = |kind: &str| steps.iter().filter(|s| s["seed"]["kind"] == kind).count();
+    assert!(
+        seeded("merchant_order") >= 1 && seeded("payment") >= 1,
+        "{text}"
+    );
+    let notified = steps.iter().filter(|s| s.get("notify").is_some()).count();
+    assert!(notified >= 2, "{text}");
+    let first_seed = steps.iter().position(|s| s.get("seed").is_some()).unwrap();
+    let first_notify = steps
+        .iter()
+        .position(|s| s.get("notify").is_some())
+        .unwrap();
+    assert!(
+        first_seed < first_notify,
+        "what was read is seeded first: {text}"
+    );
+    assert!(
+        fixture["expect"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["event"] == "order.released"
+                && e["where"]["merchant_order_id"] == order.as_str()),
+        "{text}"
+    );
+
+    // A fresh sandbox and a fresh pointhook, which have never seen it.
+    let (sb, app, merchant) = wired().await;
+    let (ok, _, err) = pointhook(vec![
+        "sandbox".into(),
+        "trigger".into(),
+        file.display().to_string(),
+        "--url".into(),
+        sb.url.clone(),
+        "--token".into(),
+        TOKEN.into(),
+    ])
+    .await;
+    assert!(ok, "{err}");
+    let again = told(&merchant, "order.released").await;
+    assert_eq!(again["merchant_order_id"], order.as_str());
+    assert_eq!(again["paid_amount"], released["paid_amount"]);
+    app.stop().await;
+    sb.stop().await;
+}
