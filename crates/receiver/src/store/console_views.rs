@@ -5,7 +5,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::views::{DeliverySummary, EventSummary, FetchView, JobSummary, ReviewView};
+use super::views::{
+    DecisionView, DeliverySummary, EventSummary, FetchView, JobSummary, ReviewView,
+};
 use crate::domain::{Action, AuditOutcome, Via};
 
 /// Rows a bounded listing scans at most for one page when a filter its
@@ -149,19 +151,6 @@ pub struct Inbox {
 }
 
 /// One decision as recorded, with its event's data.
-#[derive(Debug, Clone, Serialize)]
-pub struct DecisionView {
-    pub id: i64,
-    pub subject: String,
-    pub key: String,
-    pub event_type: String,
-    pub event_id: Option<String>,
-    pub job_id: Option<i64>,
-    pub created_at: String,
-    pub data: Option<Value>,
-    /// Why the rule decided so, in words, where the store keeps it.
-    pub reason: Option<String>,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct AttemptView {

@@ -102,6 +102,20 @@ pub struct FetchView {
 }
 
 #[derive(Debug, Clone, Serialize)]
+pub struct DecisionView {
+    pub id: i64,
+    pub subject: String,
+    pub key: String,
+    pub event_type: String,
+    pub event_id: Option<String>,
+    pub job_id: Option<i64>,
+    pub created_at: String,
+    pub data: Option<Value>,
+    /// Why the rule decided so, in words, where the store keeps it.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
 pub struct EventSummary {
     pub id: String,
     pub account: String,
@@ -194,7 +208,7 @@ pub struct OrderView {
     pub deliveries: Vec<DeliverySummary>,
     pub fetches: Vec<FetchView>,
     /// Every decision about the order, oldest first, each with its reason.
-    pub decisions: Vec<super::console_views::DecisionView>,
+    pub decisions: Vec<DecisionView>,
     pub events: Vec<EventSummary>,
 }
 

@@ -18,6 +18,7 @@ mod console;
 mod destinations;
 mod error;
 pub mod event_types;
+mod html;
 mod session;
 
 use std::sync::Arc;

@@ -20,7 +20,7 @@ use http::{HeaderValue, Method, StatusCode, header};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::console::{HtmlError, render};
+use super::html::{HtmlError, protected, render};
 use super::{Shared, constant_time_eq};
 use crate::operators;
 
@@ -103,7 +103,7 @@ pub async fn require(State(s): State<Shared>, mut req: Request, next: Next) -> R
                 "/login?next={}",
                 form_urlencoded::byte_serialize(here.as_bytes()).collect::<String>()
             );
-            super::console::protected(Redirect::to(&to).into_response())
+            protected(Redirect::to(&to).into_response())
         }
         Ok(None) => HtmlError::status(
             StatusCode::UNAUTHORIZED,
@@ -258,7 +258,7 @@ pub async fn login(
         .open_session(digest(&token), name.clone(), random_token(), now)
         .await?;
     tracing::info!(operator = %name, "console sign-in");
-    let mut res = super::console::protected(Redirect::to(&next).into_response());
+    let mut res = protected(Redirect::to(&next).into_response());
     res.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(&s, SESSION_COOKIE, token, "/", None),
@@ -288,7 +288,7 @@ pub async fn logout(
     if let Some(token) = cookie_value(&headers, SESSION_COOKIE) {
         s.store.close_session(digest(&token)).await?;
     }
-    let mut res = super::console::protected(Redirect::to("/login").into_response());
+    let mut res = protected(Redirect::to("/login").into_response());
     res.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(&s, SESSION_COOKIE, String::new(), "/", Some(0)),

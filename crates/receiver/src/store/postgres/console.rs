@@ -3,38 +3,17 @@
 //! charts' samples; and `PgStore`'s methods for the console, reads in
 //! `console_reads.rs`.
 
-use tokio_postgres::Row;
-
 use super::PgStore;
-use super::console_lists as lists;
+use super::console_lists::{self as lists, AUDIT_COLUMNS, audit_row};
 use super::console_reads as reads;
 use super::listen::Channel;
 use crate::clock::rfc3339;
-use crate::domain::{Action, AuditOutcome, JobState, Via};
+use crate::domain::{AuditOutcome, JobState};
 use crate::store::StoreError;
 use crate::store::console_views::*;
 use crate::store::views::{
     DeliveryFilter, DeliverySummary, EventSummary, JobSummary, ReviewView, clamp,
 };
-
-pub(super) const AUDIT_COLUMNS: &str =
-    "id, at, actor, via, action, item, account, order_id, detail, outcome, result";
-
-pub(super) fn audit_row(r: &Row) -> Result<AuditView, StoreError> {
-    Ok(AuditView {
-        id: r.try_get(0)?,
-        at: rfc3339(r.try_get(1)?),
-        actor: r.try_get(2)?,
-        via: r.try_get::<_, Via>(3)?.as_str(),
-        action: r.try_get::<_, Action>(4)?.as_str(),
-        item: r.try_get(5)?,
-        account: r.try_get(6)?,
-        order_id: r.try_get(7)?,
-        detail: r.try_get(8)?,
-        outcome: r.try_get::<_, AuditOutcome>(9)?.as_str(),
-        result: r.try_get(10)?,
-    })
-}
 
 impl PgStore {
     pub async fn add_operator(

@@ -3,6 +3,7 @@
 //! filter no index serves bounded to `SCAN_WINDOW` rows per page; each
 //! event's attempts, missed changes per day.
 
+use crate::domain::{Action, AuditOutcome, Via};
 use deadpool_postgres::Client;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -24,6 +25,25 @@ fn order_cursor(text: &str) -> Option<(i64, String, String)> {
     let (time, rest) = text.split_once('.')?;
     let (account, order) = rest.rsplit_once('.')?;
     Some((time.parse().ok()?, account.to_string(), order.to_string()))
+}
+
+pub(super) const AUDIT_COLUMNS: &str =
+    "id, at, actor, via, action, item, account, order_id, detail, outcome, result";
+
+pub(super) fn audit_row(r: &Row) -> Result<AuditView, StoreError> {
+    Ok(AuditView {
+        id: r.try_get(0)?,
+        at: rfc3339(r.try_get(1)?),
+        actor: r.try_get(2)?,
+        via: r.try_get::<_, Via>(3)?.as_str(),
+        action: r.try_get::<_, Action>(4)?.as_str(),
+        item: r.try_get(5)?,
+        account: r.try_get(6)?,
+        order_id: r.try_get(7)?,
+        detail: r.try_get(8)?,
+        outcome: r.try_get::<_, AuditOutcome>(9)?.as_str(),
+        result: r.try_get(10)?,
+    })
 }
 
 pub async fn order_list(

@@ -6,8 +6,7 @@ use std::collections::BTreeSet;
 
 use deadpool_postgres::Client;
 
-use super::console::{AUDIT_COLUMNS, audit_row};
-use super::console_lists::event_attempts;
+use super::console_lists::{AUDIT_COLUMNS, audit_row, event_attempts};
 use super::console_reads::{alert_deliveries, order_state, reviews_where};
 use super::reads::{
     DELIVERY_COLUMNS, EVENT_COLUMNS, decisions, delivery_summary, event_summary, fetches_of,

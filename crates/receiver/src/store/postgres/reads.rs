@@ -1,7 +1,8 @@
 //! What an operator reads and replays on PostgreSQL, and pruning: the same
 //! answers as the SQLite backend's (`sqlite/admin.rs`).
 
-use crate::store::console_views::{DecisionView, event_data};
+use crate::store::console_views::event_data;
+use crate::store::views::DecisionView;
 use deadpool_postgres::Client;
 use serde_json::Value;
 use tokio_postgres::Row;

@@ -3,7 +3,8 @@
 //! plain connection, so the CLI can use them on the database file while the
 //! server runs (WAL: readers never wait for the writer).
 
-use crate::store::console_views::{DecisionView, event_data};
+use crate::store::console_views::event_data;
+use crate::store::views::DecisionView;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 

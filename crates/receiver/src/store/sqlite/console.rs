@@ -5,10 +5,10 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
-use super::console_lists as lists;
+use super::console_lists::{self as lists, AUDIT_COLUMNS, audit_row};
 use super::console_reads as reads;
 use crate::clock::rfc3339;
-use crate::domain::{Action, AuditOutcome, Via};
+use crate::domain::AuditOutcome;
 use crate::store::StoreError;
 use crate::store::console_views::*;
 use crate::store::views::{ReviewView, clamp};
@@ -106,25 +106,6 @@ pub(super) fn record_audit(c: &Connection, a: &NewAudit) -> rusqlite::Result<i64
         AuditOutcome::Started
     ])?;
     Ok(c.last_insert_rowid())
-}
-
-pub(super) const AUDIT_COLUMNS: &str =
-    "id, at, actor, via, action, item, account, order_id, detail, outcome, result";
-
-pub(super) fn audit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditView> {
-    Ok(AuditView {
-        id: r.get(0)?,
-        at: rfc3339(r.get(1)?),
-        actor: r.get(2)?,
-        via: r.get::<_, Via>(3)?.as_str(),
-        action: r.get::<_, Action>(4)?.as_str(),
-        item: r.get(5)?,
-        account: r.get(6)?,
-        order_id: r.get(7)?,
-        detail: r.get(8)?,
-        outcome: r.get::<_, AuditOutcome>(9)?.as_str(),
-        result: r.get(10)?,
-    })
 }
 
 pub(super) fn audit(c: &Connection, f: &AuditFilter) -> rusqlite::Result<Vec<AuditView>> {

@@ -3,6 +3,7 @@
 //! scans at most `SCAN_WINDOW` rows per page and says where it stopped.
 //! Also each job's deaths, each event's attempts, missed changes per day.
 
+use crate::domain::{Action, AuditOutcome, Via};
 use rusqlite::{Connection, params};
 
 use super::admin::{
@@ -18,6 +19,25 @@ fn order_cursor(text: &str) -> Option<(i64, String, String)> {
     let (time, rest) = text.split_once('.')?;
     let (account, order) = rest.rsplit_once('.')?;
     Some((time.parse().ok()?, account.to_string(), order.to_string()))
+}
+
+pub(super) const AUDIT_COLUMNS: &str =
+    "id, at, actor, via, action, item, account, order_id, detail, outcome, result";
+
+pub(super) fn audit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditView> {
+    Ok(AuditView {
+        id: r.get(0)?,
+        at: rfc3339(r.get(1)?),
+        actor: r.get(2)?,
+        via: r.get::<_, Via>(3)?.as_str(),
+        action: r.get::<_, Action>(4)?.as_str(),
+        item: r.get(5)?,
+        account: r.get(6)?,
+        order_id: r.get(7)?,
+        detail: r.get(8)?,
+        outcome: r.get::<_, AuditOutcome>(9)?.as_str(),
+        result: r.get(10)?,
+    })
 }
 
 pub(super) fn order_list(

@@ -11,8 +11,7 @@ use rusqlite::{Connection, params};
 use super::admin::{
     DELIVERY_COLUMNS, EVENT_COLUMNS, decisions, delivery_summary, event_summary, fetches_of,
 };
-use super::console::{AUDIT_COLUMNS, audit_row};
-use super::console_lists::event_attempts;
+use super::console_lists::{AUDIT_COLUMNS, audit_row, event_attempts};
 use super::console_reads::{alert_deliveries, order_state};
 use crate::store::console_views::*;
 use crate::store::views::{DeliverySummary, ReviewView};

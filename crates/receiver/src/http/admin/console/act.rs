@@ -11,8 +11,9 @@ use axum::{Extension, Form};
 use serde::Deserialize;
 
 use super::super::session::{Operator, csrf_ok};
-use super::{Chrome, HtmlError, inbox, number, protected, render};
+use super::{Chrome, inbox};
 use crate::actions::consequence;
+use crate::http::admin::html::{HtmlError, number, protected, render};
 use crate::operators::Actor;
 
 #[derive(Deserialize)]

@@ -10,8 +10,9 @@ use axum::extract::State;
 use axum::response::Response;
 
 use super::super::session::Operator;
+use super::Chrome;
 use super::charts::{COLORS, Series, bars, lines};
-use super::{Chrome, HtmlError, render};
+use crate::http::admin::html::{HtmlError, render};
 use crate::samples::{MINUTE_MS, adds_up};
 use crate::store::console_views::Sample;
 

@@ -9,8 +9,9 @@ use axum::extract::{Query, State};
 use axum::response::Response;
 
 use super::super::session::Operator;
-use super::{Chrome, Done, HtmlError, render};
+use super::{Chrome, Done};
 use crate::actions::{Consequence, consequence};
+use crate::http::admin::html::{HtmlError, render};
 use crate::store::console_views::{Flagged, Missed, ReviewDetail};
 use crate::store::views::{EventSummary, JobSummary};
 

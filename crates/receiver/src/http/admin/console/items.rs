@@ -10,9 +10,10 @@ use serde::Deserialize;
 
 use super::super::session::Operator;
 use super::inbox::ReviewItem;
-use super::{Chrome, Done, HtmlError, number, render};
+use super::{Chrome, Done};
 use crate::actions::{consequence, order_of};
 use crate::domain::{EventState, JobKind, JobState, Kind};
+use crate::http::admin::html::{HtmlError, number, render};
 use crate::store::console_views::*;
 use crate::store::views::{
     DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, JobDetail,

@@ -9,7 +9,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::super::session::Operator;
-use super::{Chrome, HtmlError, protected, render};
+use super::Chrome;
+use crate::http::admin::html::{HtmlError, protected, render};
 use crate::store::console_views::{Entry, Found, OrderList, OrderRow, Page, Timeline};
 
 #[derive(Deserialize)]
