@@ -8,9 +8,8 @@ use deadpool_postgres::Client;
 
 use super::console_lists::{AUDIT_COLUMNS, audit_row, event_attempts};
 use super::console_reads::{alert_deliveries, order_state, reviews_where};
-use super::reads::{
-    DELIVERY_COLUMNS, EVENT_COLUMNS, decisions, delivery_summary, event_summary, fetches_of,
-};
+use super::order_reads::decisions;
+use super::reads::{DELIVERY_COLUMNS, EVENT_COLUMNS, delivery_summary, event_summary, fetches_of};
 use crate::store::StoreError;
 use crate::store::console_views::*;
 use crate::store::views::{DeliverySummary, EventSummary};

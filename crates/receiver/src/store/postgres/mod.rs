@@ -24,6 +24,7 @@ mod destinations;
 mod enums;
 mod events;
 mod listen;
+mod order_reads;
 mod prepared;
 mod reads;
 mod reconcile;
@@ -437,7 +438,7 @@ impl PgStore {
         account: String,
         order: String,
     ) -> Result<Option<OrderView>, StoreError> {
-        reads::get_order(&self.client().await?, &account, &order).await
+        order_reads::get_order(&self.client().await?, &account, &order).await
     }
 
     pub async fn list_events(

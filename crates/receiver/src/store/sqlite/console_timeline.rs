@@ -8,11 +8,10 @@ use std::collections::BTreeSet;
 
 use rusqlite::{Connection, params};
 
-use super::admin::{
-    DELIVERY_COLUMNS, EVENT_COLUMNS, decisions, delivery_summary, event_summary, fetches_of,
-};
+use super::admin::{DELIVERY_COLUMNS, EVENT_COLUMNS, delivery_summary, event_summary, fetches_of};
 use super::console_lists::{AUDIT_COLUMNS, audit_row, event_attempts};
 use super::console_reads::{alert_deliveries, order_state};
+use super::order_reads::decisions;
 use crate::store::console_views::*;
 use crate::store::views::{DeliverySummary, ReviewView};
 

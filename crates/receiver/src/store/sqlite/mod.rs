@@ -25,6 +25,7 @@ mod events;
 mod jobs;
 mod maintenance;
 mod migrations;
+mod order_reads;
 mod reconcile;
 mod reviews;
 mod sql_enum;
@@ -353,7 +354,7 @@ impl SqliteStore {
         account: String,
         order: String,
     ) -> Result<Option<OrderView>, StoreError> {
-        self.read(move |c| admin::get_order(c, &account, &order))
+        self.read(move |c| order_reads::get_order(c, &account, &order))
             .await
     }
 

@@ -1,0 +1,111 @@
+//! Tests of the parent module.
+
+use super::*;
+
+#[test]
+fn migrating_twice_is_a_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let mut conn = Connection::open(&path).unwrap();
+    assert_eq!(migrate(&mut conn).unwrap(), LATEST);
+    conn.execute("INSERT INTO health (id, checked_at) VALUES (1, 5)", [])
+        .unwrap();
+    drop(conn);
+    let mut conn = Connection::open(&path).unwrap();
+    assert_eq!(migrate(&mut conn).unwrap(), LATEST);
+    let v: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, LATEST);
+    let kept: i64 = conn
+        .query_row("SELECT checked_at FROM health", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, 5);
+}
+
+#[test]
+fn a_duplicate_is_found_by_one_index_seek() {
+    let mut conn = Connection::open_in_memory().unwrap();
+    migrate(&mut conn).unwrap();
+    let plan: Vec<String> = conn
+        .prepare(
+            "EXPLAIN QUERY PLAN SELECT id FROM deliveries
+             WHERE account = ?1 AND resource_id = ?2 AND fingerprint = ?3
+             ORDER BY id LIMIT 1",
+        )
+        .unwrap()
+        .query_map(["a", "b", "c"], |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        plan,
+        [
+            "SEARCH deliveries USING COVERING INDEX deliveries_resource (account=? AND resource_id=? AND fingerprint=?)"
+        ],
+        "no scan of the resource's other deliveries, no sort"
+    );
+}
+
+/// Events of a version before destinations were sent to
+/// `[fulfillment]`: they go on at the destination `default`, pending
+/// ones still pending, given-up ones recoverable.
+#[test]
+fn events_before_destinations_go_to_default() {
+    let mut conn = Connection::open_in_memory().unwrap();
+    for sql in &MIGRATIONS[..8] {
+        conn.execute_batch(sql).unwrap();
+    }
+    conn.pragma_update(None, "user_version", 8).unwrap();
+    conn.execute_batch(
+        "INSERT INTO events (id, account, type, subject, body, created_at, state, attempts,
+                             next_attempt_at, last_error)
+         VALUES ('evt_p', 'a', 'order.released', 's', '{}', 1, 0, 3, 50, 'the endpoint answered 500'),
+                ('evt_d', 'a', 'order.released', 's', '{}', 2, 1, 1, 2, NULL),
+                ('evt_x', 'a', 'order.released', 's', '{}', 3, 2, 9, 3, 'gone'),
+                ('evt_s', 'a', 'order.released', 's', '{}', 4, 3, 0, 4, NULL);",
+    )
+    .unwrap();
+    migrate(&mut conn).unwrap();
+    let rows: Vec<(String, String, i64, i64, i64)> = conn
+        .prepare("SELECT event_id, destination, state, attempts, next_attempt_at FROM outbox ORDER BY event_id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let d = "default".to_string();
+    assert_eq!(
+        rows,
+        [
+            ("evt_d".into(), d.clone(), 1, 1, 2),
+            ("evt_p".into(), d.clone(), 0, 3, 50),
+            ("evt_x".into(), d.clone(), 2, 9, 3),
+        ],
+        "a stored event goes nowhere"
+    );
+    let sums: Vec<(i64, i64)> = conn
+        .prepare("SELECT unfinished, gave_up FROM events ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(sums, [(0, 0), (1, 0), (0, 0), (0, 1)]);
+    let default: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM destinations WHERE name = 'default' AND state = 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(default, 1);
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let mut conn = Connection::open_in_memory().unwrap();
+    conn.pragma_update(None, "user_version", LATEST + 1)
+        .unwrap();
+    assert!(matches!(migrate(&mut conn), Err(StoreError::TooNew { .. })));
+}
