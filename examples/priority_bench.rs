@@ -85,7 +85,7 @@ async fn main() {
         &config,
         format!(
             "{sample}\n[fulfillment]\nurl = \"http://{merchant}/events\"\n\
-             secret = \"whsec_cHJpb3JpdHktYmVuY2gtc2VjcmV0\"\n"
+             secret = \"whsec_cHJpb3JpdHktYmVuY2gtc2VjcmV0LW9mLTMyLWJ5dGVz\"\n"
         ),
     )
     .unwrap();
