@@ -19,7 +19,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::{Config, ConfigError, Secret, pick_secret, redacted};
+use super::{Config, ConfigError, Secret, redacted};
 use crate::domain::EventType;
 use crate::domain::verdict::{EventPolicy, Route};
 
@@ -174,6 +174,22 @@ impl Config {
     /// Every destination: `[fulfillment]` (when it has a URL) as `default`,
     /// then `[[destinations]]` in order; secrets read and checked.
     pub fn destinations(&self) -> Result<Vec<Destination>, ConfigError> {
+        self.forms()
+            .iter()
+            .zip(self.routed()?)
+            .map(|(form, mut d)| {
+                d.keys = self.keys(form)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// Every destination as written, no secret file read.
+    pub(super) fn check_destinations(&self) -> Result<(), ConfigError> {
+        self.routed().map(|_| ())
+    }
+
+    fn forms(&self) -> Vec<Form<'_>> {
         let mut forms = Vec::new();
         if let Some(f) = &self.fulfillment
             && let Some(url) = &f.url
@@ -211,8 +227,14 @@ impl Config {
                 max_in_flight: d.max_in_flight,
             });
         }
-        let mut out: Vec<Destination> = Vec::with_capacity(forms.len());
-        for form in forms {
+        forms
+    }
+
+    /// Each destination checked and routed, with no keys yet (the
+    /// operator's commands route events without reading secret files).
+    fn routed(&self) -> Result<Vec<Destination>, ConfigError> {
+        let mut out: Vec<Destination> = Vec::new();
+        for form in self.forms() {
             let d = self.resolve(&form)?;
             if out.iter().any(|o| o.name == d.name) {
                 let why = match d.name.as_str() {
@@ -224,6 +246,22 @@ impl Config {
             out.push(d);
         }
         Ok(out)
+    }
+
+    /// A destination's signing keys, its secret file read.
+    fn keys(&self, f: &Form<'_>) -> Result<Vec<SigningKey>, ConfigError> {
+        let key = |k: &str| format!("{}.{k}", f.key);
+        let mut keys = Vec::new();
+        if let Some(s) = self.files.pick(&key("secret"), f.secret, f.secret_file)? {
+            keys.push(
+                SigningKey::parse(s.expose()).map_err(|e| ConfigError::new(key("secret"), e))?,
+            );
+        }
+        for (j, s) in f.secrets.iter().enumerate() {
+            let at = key(&format!("secrets[{j}]"));
+            keys.push(SigningKey::parse(s.expose()).map_err(|e| ConfigError::new(at, e))?);
+        }
+        Ok(keys)
     }
 
     fn resolve(&self, f: &Form<'_>) -> Result<Destination, ConfigError> {
@@ -243,17 +281,30 @@ impl Config {
         if !matches!(f.url.scheme(), "http" | "https") {
             return Err(ConfigError::new(key("url"), "must be an http or https URL"));
         }
-        let mut keys = Vec::new();
-        if let Some(s) = pick_secret(&key("secret"), f.secret, f.secret_file)? {
-            keys.push(
-                SigningKey::parse(s.expose()).map_err(|e| ConfigError::new(key("secret"), e))?,
-            );
+        if f.secret.is_some() && f.secret_file.is_some() {
+            return Err(ConfigError::new(
+                key("secret"),
+                format!(
+                    "set either {} or {}_file, not both",
+                    key("secret"),
+                    key("secret")
+                ),
+            ));
         }
-        for (j, s) in f.secrets.iter().enumerate() {
-            let at = key(&format!("secrets[{j}]"));
-            keys.push(SigningKey::parse(s.expose()).map_err(|e| ConfigError::new(at, e))?);
+        // Inline secrets are checked here; a file's when it is read.
+        for (j, s) in f.secret.into_iter().chain(f.secrets).enumerate() {
+            let at = match f.secret {
+                Some(_) if j == 0 => key("secret"),
+                Some(_) => key(&format!("secrets[{}]", j - 1)),
+                None => key(&format!("secrets[{j}]")),
+            };
+            if s.is_empty() {
+                return Err(ConfigError::new(at, "must not be empty"));
+            }
+            SigningKey::parse(s.expose()).map_err(|e| ConfigError::new(at, e))?;
         }
-        match (keys.is_empty(), f.unsigned) {
+        let signed = f.secret.is_some() || f.secret_file.is_some() || !f.secrets.is_empty();
+        match (!signed, f.unsigned) {
             (true, false) => {
                 return Err(ConfigError::new(
                     key("secret"),
@@ -311,7 +362,7 @@ impl Config {
         Ok(Destination {
             name: f.name.to_string(),
             url: f.url.clone(),
-            keys,
+            keys: Vec::new(),
             types,
             accounts,
             disable_after: Duration::from_secs(f.disable_after_hours * HOUR),
@@ -326,7 +377,7 @@ impl Config {
     /// configuration.
     pub fn event_policy(&self) -> EventPolicy {
         EventPolicy::new(
-            self.destinations()
+            self.routed()
                 .unwrap_or_default()
                 .into_iter()
                 .map(|d| Route {
