@@ -57,6 +57,10 @@ pub struct Report {
     pub enqueued: BTreeMap<&'static str, u64>,
     /// Search pages read.
     pub pages: u64,
+    /// Changes the searches said they hold, as far as they have said (it
+    /// grows as each search starts): what `found` counts toward.
+    #[serde(skip)]
+    pub listed: u64,
 }
 
 impl Report {
@@ -139,6 +143,9 @@ impl Pass<'_> {
                     Timestamp::from_millisecond(begin.as_millisecond() + span / 2).unwrap_or(begin);
                 return Ok(Some(mid));
             }
+            if offset == 0 {
+                report.listed += total;
+            }
             let n = page.results.len() as u64;
             for p in page.results {
                 let Some(version) = p.date_last_updated.clone() else {
@@ -176,6 +183,7 @@ impl Pass<'_> {
     ) -> Result<(), PassError> {
         let page = retrying(|| self.api.search_chargebacks(self.account, payment)).await?;
         report.pages += 1;
+        report.listed += page.results.len() as u64;
         for c in page.results {
             let Some(version) = c.date_last_updated.clone() else {
                 continue;
@@ -205,6 +213,11 @@ impl Pass<'_> {
             .await?;
             report.pages += 1;
             let n = page.elements.len() as u64;
+            report.listed += match page.total {
+                Some(total) if offset == 0 => total,
+                Some(_) => 0,
+                None => n,
+            };
             for o in page.elements {
                 let Some(version) = o.last_updated.clone() else {
                     continue;
@@ -280,6 +293,7 @@ impl Pass<'_> {
                         .or_insert(now)
                 })
             });
+            report.listed += 1;
             let change = Change {
                 topic: "payment_intent",
                 updated_at,
@@ -322,6 +336,11 @@ impl Pass<'_> {
                 };
                 report.pages += 1;
                 let n = found.data.len() as u64;
+                report.listed += match found.paging.total {
+                    Some(total) if page == 1 => total,
+                    Some(_) => 0,
+                    None => n,
+                };
                 for o in found.data {
                     let Some(version) = o.last_updated_date.clone() else {
                         continue;

@@ -1,0 +1,248 @@
+//! The command line a person uses, through the real binary: reads that
+//! need no platform token, paths relative to the configuration file, pages
+//! with a footer, colour only for a terminal, orders by state, each error
+//! said once.
+
+use std::path::Path;
+
+use crate::helpers::*;
+use crate::platform::FakeApi;
+
+/// A configuration in `dir/conf/pointhook.toml` whose every path is
+/// relative, and whose secret files do not exist.
+fn relative_config(dir: &Path) -> String {
+    std::fs::create_dir_all(dir.join("conf/data")).unwrap();
+    std::fs::write(
+        dir.join("conf/pointhook.toml"),
+        "[storage]\npath = \"data/p.db\"\n[api]\nbase_url = \"http://127.0.0.1:1\"\n\
+         [[accounts]]\nname = \"default\"\naccess_token_file = \"secrets/token\"\n\
+         [fulfillment]\nurl = \"http://127.0.0.1:1/events\"\nsecret_file = \"secrets/whsec\"\n\
+         [admin]\ntoken_file = \"secrets/admin\"\n",
+    )
+    .unwrap();
+    "conf/pointhook.toml".into()
+}
+
+/// The reads and a person's actions open the store without the platform's
+/// token (on the packaged install only root reads it); what calls the
+/// platform, or serves, still needs it and says which file is missing.
+#[test]
+fn reads_need_no_platform_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = relative_config(dir.path());
+    let (ok, _, err) = cli_in(dir.path(), &["migrate", "--config", &config], &[]);
+    assert!(ok, "{err}");
+    for args in [
+        &["jobs", "list"][..],
+        &["deliveries", "list", "--kind", "reconcile"],
+        &["events", "list"],
+        &["fraud", "list", "--all"],
+        &["orders", "list", "--state", "at_risk"],
+        &["destinations", "list"],
+        &["operators", "list"],
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--config", &config]);
+        let (ok, out, err) = cli_in(dir.path(), &args, &[]);
+        assert!(ok, "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+        assert!(!out.is_empty(), "{args:?}");
+    }
+    for args in [
+        &["check-config"][..],
+        &["reconcile", "--since", "2026-01-01T00:00:00Z"],
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--config", &config]);
+        let (ok, _, err) = cli_in(dir.path(), &args, &[]);
+        assert!(!ok, "{args:?}");
+        assert!(
+            err.contains("accounts[0].access_token_file")
+                && err.contains(&dir.path().join("conf/secrets/token").display().to_string()),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `--config sub/x.toml` (or `POINTHOOK_CONFIG`) means the same store from
+/// any directory: its relative paths start where the file is.
+#[test]
+fn relative_paths_are_relative_to_the_configuration_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = relative_config(dir.path());
+    let (ok, _, err) = cli_in(dir.path(), &["migrate", "--config", &config], &[]);
+    assert!(ok, "{err}");
+    assert!(dir.path().join("conf/data/p.db").exists());
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let (ok, out, err) = cli_in(
+        &elsewhere,
+        &["jobs", "list", "--config", "../conf/pointhook.toml"],
+        &[],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, "(none)\n");
+    let absolute = dir.path().join(&config).display().to_string();
+    let (ok, out, err) = cli_in(
+        &elsewhere,
+        &["deliveries", "list"],
+        &[("POINTHOOK_CONFIG", &absolute)],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, "(none)\n");
+    assert!(!elsewhere.join("data").exists());
+    // A secret file beside the configuration is found there too.
+    std::fs::create_dir(dir.path().join("conf/secrets")).unwrap();
+    for (file, text) in [
+        ("token", "tok"),
+        (
+            "whsec",
+            "whsec_cG9pbnRob29rLWRlbW8tbWVyY2hhbnQtc2VjcmV0ISE=",
+        ),
+        ("admin", "an-admin-token-of-at-least-32-characters"),
+    ] {
+        std::fs::write(dir.path().join("conf/secrets").join(file), text).unwrap();
+    }
+    let (ok, out, err) = cli_in(&elsewhere, &["check-config", "--config", &absolute], &[]);
+    assert!(ok, "{err}");
+    let db = dir.path().join("conf/data/p.db").display().to_string();
+    assert!(out.contains(&format!("path = {db:?}")), "{out}");
+}
+
+/// A store that is not there is said once: where, and why.
+#[test]
+fn an_error_is_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = relative_config(dir.path());
+    let (ok, out, err) = cli_in(dir.path(), &["jobs", "list", "--config", &config], &[]);
+    assert!(!ok && out.is_empty());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let db = dir.path().join("conf/data/p.db").display().to_string();
+    assert!(err.contains(&format!("no database at {db}")), "{err}");
+    let parts: Vec<&str> = err.trim_end().split(": ").collect();
+    let mut unique = parts.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), parts.len(), "a cause said twice: {err}");
+}
+
+/// Every list shows one page and says how many more there are and how to
+/// see them; the last page says nothing; a page past 500 rows is refused
+/// with the reason, never cut silently.
+#[tokio::test]
+async fn a_list_pages_with_a_footer() {
+    let app = spawn_app().await;
+    for id in 1..=7 {
+        let query = format!("topic=merchant_order&id={id}");
+        assert_eq!(app.post(&query, &[], None).await.status(), 200);
+    }
+    let ids = |out: &str| -> Vec<i64> {
+        out.lines()
+            .skip(1)
+            .filter(|l| !l.contains(" more: "))
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect()
+    };
+    let (ok, out, err) = cli(&app, &["deliveries", "list", "--limit", "3"]);
+    assert!(ok, "{err}");
+    assert_eq!(ids(&out), [7, 6, 5], "{out}");
+    assert_eq!(out.lines().last(), Some("4 more: --before 5"), "{out}");
+    let (ok, out, err) = cli(
+        &app,
+        &["deliveries", "list", "--limit", "3", "--before", "5"],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(ids(&out), [4, 3, 2], "{out}");
+    assert_eq!(out.lines().last(), Some("1 more: --before 2"), "{out}");
+    let (ok, out, _) = cli(
+        &app,
+        &["deliveries", "list", "--limit", "3", "--before", "2"],
+    );
+    assert!(ok);
+    assert_eq!(ids(&out), [1]);
+    assert!(!out.contains("more"), "{out}");
+    // A full last page has no footer either.
+    let (ok, out, _) = cli(&app, &["deliveries", "list", "--limit", "7"]);
+    assert!(ok && !out.contains("more"), "{out}");
+
+    // Jobs page the same way, their cursor given whole.
+    let (ok, out, err) = cli(&app, &["jobs", "list", "--limit", "4"]);
+    assert!(ok, "{err}");
+    let footer = out.lines().last().unwrap();
+    let before = footer.strip_prefix("3 more: --before ").expect(&out);
+    let (ok, out, err) = cli(&app, &["jobs", "list", "--limit", "4", "--before", before]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 4, "a header and the 3 left: {out}");
+
+    // As JSON, stdout stays one array; the footer goes to stderr.
+    let (ok, out, err) = cli(&app, &["deliveries", "list", "--limit", "2", "--json"]);
+    assert!(ok);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(err, "5 more: --before 6\n");
+
+    let (ok, _, err) = cli(&app, &["deliveries", "list", "--limit", "501"]);
+    assert!(!ok && err.contains("1 to 500"), "{err}");
+    app.stop().await;
+}
+
+/// States are coloured for a person at a terminal, never in a pipe, and
+/// never under `NO_COLOR`.
+#[tokio::test]
+async fn states_are_coloured_only_where_they_show() {
+    let app = spawn_app().await;
+    app.post("topic=merchant_order&id=1", &[], None).await;
+    let dir = app.config_path.parent().unwrap().to_path_buf();
+    let config = app.config_path.display().to_string();
+    let list = |env: &[(&str, &str)]| {
+        let (ok, out, err) = cli_in(&dir, &["jobs", "list", "--config", &config], env);
+        assert!(ok, "{err}");
+        out
+    };
+    let yellow = "\u{1b}[33mpending\u{1b}[0m";
+    assert!(list(&[("CLICOLOR_FORCE", "1")]).contains(yellow));
+    let plain = list(&[]);
+    assert!(
+        plain.contains("pending") && !plain.contains('\u{1b}'),
+        "{plain}"
+    );
+    let no_color = list(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert!(!no_color.contains('\u{1b}'), "{no_color}");
+    app.stop().await;
+}
+
+/// `orders list --state` lists the orders the console lists under that
+/// state, and `--help` names every state.
+#[tokio::test]
+async fn orders_are_listed_by_state() {
+    let api = FakeApi::start().await;
+    let app = spawn_app_with(TestConfig::default().api(&api.uri())).await;
+    api.order(
+        "4945357007",
+        "250",
+        &[("23064274473", "250", "approved")],
+        None,
+    );
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+    app.run_jobs().await;
+    let (ok, out, err) = cli(&app, &["orders", "list", "--state", "released"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("4945357007") && out.contains("250"), "{out}");
+    for state in ["blocked", "at_risk", "released_before_fraud_alert"] {
+        let (ok, out, err) = cli(&app, &["orders", "list", "--state", state]);
+        assert!(ok, "{err}");
+        assert_eq!(out, "(none)\n", "{state}");
+    }
+    let (_, help, _) = cli(&app, &["orders", "list", "--help"]);
+    for state in [
+        "released",
+        "awaiting_shipment",
+        "blocked",
+        "at_risk",
+        "released_before_fraud_alert",
+    ] {
+        assert!(help.contains(state), "{state}: {help}");
+    }
+    app.stop().await;
+}
