@@ -246,3 +246,88 @@ async fn orders_are_listed_by_state() {
     }
     app.stop().await;
 }
+
+/// The demo serves the console with a one-time operator, and every line
+/// it prints to try by hand runs from the checkout it was started in.
+#[tokio::test]
+async fn the_demo_serves_the_console_and_its_lines_work_from_a_checkout() {
+    use std::io::{BufRead, BufReader};
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut demo = std::process::Command::new(env!("CARGO_BIN_EXE_pointhook"));
+    demo.arg("demo")
+        .current_dir(checkout)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut demo = KillOnDrop(demo.spawn().unwrap());
+    let stdout = demo.0.stdout.take().unwrap();
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let last = line.starts_with("Ctrl-C");
+            lines.push(line);
+            if last {
+                break;
+            }
+        }
+        lines
+    });
+    let lines = tokio::time::timeout(std::time::Duration::from_secs(300), lines)
+        .await
+        .expect("the demo gets to serving")
+        .unwrap();
+    let text = lines.join("\n");
+    assert!(text.contains("scenarios passed"), "{text}");
+
+    // The console, signed in as the operator it printed.
+    let console = lines
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("the operator console: "))
+        .expect(&text);
+    let (url, rest) = console.split_once(' ').unwrap();
+    let password = rest
+        .split("password ")
+        .nth(1)
+        .and_then(|p| p.split(';').next())
+        .expect(&text);
+    let mut browser = crate::console::Browser::at(url.trim_end_matches('/').to_string());
+    browser.sign_in("demo", password).await;
+    let (status, _, page) = browser.get("/").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Sign out"), "signed in: {page}");
+
+    // The lines to try: the configuration exported, then the binary by
+    // its path from the checkout.
+    let config = lines
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("export POINTHOOK_CONFIG="))
+        .expect(&text)
+        .to_string();
+    let tries: Vec<String> = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| l.contains("/pointhook ") && !l.starts_with("curl"))
+        .map(str::to_string)
+        .collect();
+    assert!(tries.len() >= 3, "{text}");
+    for line in tries {
+        assert!(!line.starts_with("pointhook "), "{line}");
+        let out = tokio::task::spawn_blocking({
+            let (line, config) = (line.clone(), config.clone());
+            move || {
+                std::process::Command::new("sh")
+                    .args(["-c", &line])
+                    .current_dir(checkout)
+                    .env("POINTHOOK_CONFIG", config)
+                    .output()
+                    .unwrap()
+            }
+        })
+        .await
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
