@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
@@ -39,15 +39,16 @@ const DEFAULT_CONFIG: &str = "/etc/pointhook/pointhook.toml";
 #[command(
     name = "pointhook",
     version,
-    about = "Receives payment notifications, stores them durably and decides once"
+    about = "Receives Mercado Pago's notifications, stores them durably and decides once",
+    after_help = "--config FILE (or POINTHOOK_CONFIG=FILE, set once for a shell) names the \
+                  configuration every command that reads the store or serves takes; \
+                  relative paths in it are relative to its directory. Only serve, \
+                  check-config, reconcile and platform-orders read the secret files. \
+                  `sandbox --config FILE` reads the sandbox's own settings. docs/cli.md has \
+                  the rest."
 )]
 struct Cli {
     /// The configuration file [default: /etc/pointhook/pointhook.toml]
-    ///
-    /// Every command that reads the store or serves takes it; relative
-    /// paths in it are relative to its directory. Set POINTHOOK_CONFIG once
-    /// instead of repeating --config. `sandbox` reads its own settings file
-    /// from here.
     #[arg(
         long,
         short,
@@ -89,8 +90,12 @@ enum Command {
     /// received, and enqueue its jobs (the running server works them).
     Reconcile(reconcile::ReconcileArgs),
     /// Copy the database to PATH, consistently, while the server runs.
-    Backup { path: PathBuf },
-    /// Delete finished deliveries, jobs and events older than a period.
+    Backup {
+        /// A new file; only its owner may read it.
+        path: PathBuf,
+    },
+    /// Delete finished deliveries, jobs, events and API call records older
+    /// than a period (never unfinished work, never decisions).
     Prune {
         /// e.g. 30d, 12h; at least 96h.
         #[arg(long, value_parser = humantime::parse_duration)]
@@ -157,7 +162,12 @@ impl From<anyhow::Error> for Failure {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    // POINTHOOK_CONFIG names pointhook's configuration; the sandbox reads
+    // a settings file only when one is given on its command line.
+    let sandbox_settings =
+        matches.value_source("config") == Some(clap::parser::ValueSource::CommandLine);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let config = cli
         .config
         .clone()
@@ -217,7 +227,8 @@ pub fn main() -> ExitCode {
         } => demo(exit_after_scenarios, cli.log_format),
         Command::Sandbox(args) => {
             init_tracing(cli.log_format.unwrap_or_default(), "info");
-            sandbox::run(args, cli.config.as_deref()).map_err(Failure::Runtime)
+            let settings = cli.config.as_deref().filter(|_| sandbox_settings);
+            sandbox::run(args, settings).map_err(Failure::Runtime)
         }
     };
     match result {
@@ -239,7 +250,15 @@ pub fn main() -> ExitCode {
 fn said_once(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain() {
-        let text = pointhook::text::printable(&cause.to_string()).into_owned();
+        // One line: a cause's own lines (a parser's excerpt) joined.
+        let text = cause
+            .to_string()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let text = pointhook::text::printable(&text).into_owned();
         if line.is_empty() {
             line = text;
         } else if !line.ends_with(&text) {

@@ -331,3 +331,49 @@ async fn the_demo_serves_the_console_and_its_lines_work_from_a_checkout() {
         );
     }
 }
+
+/// The README fits on a few screens, and its first screen names the
+/// platform and gives the two commands (the demo test above and CI run
+/// them).
+#[test]
+fn the_readme_fits_and_its_first_screen_says_what_and_how() {
+    let readme = include_str!("../../README.md");
+    assert!(readme.lines().count() <= 250, "README.md is too long");
+    let first = readme.lines().take(45).collect::<Vec<_>>().join("\n");
+    for must in [
+        "Mercado Pago",
+        "```sh\ncargo run --release -- demo\n```",
+        "```sh\ncargo test\n```",
+    ] {
+        assert!(first.contains(must), "{must:?} on the first screen");
+    }
+}
+
+/// Where stderr is not a terminal (a cron job, the journal), a long
+/// command still says how far it is, in plain lines, with its total.
+#[tokio::test]
+async fn long_commands_say_how_far_they_are_in_plain_lines() {
+    let app = spawn_app().await;
+    for id in 1..=3 {
+        app.post(&format!("topic=merchant_order&id={id}"), &[], None)
+            .await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.db").display().to_string();
+    let (ok, out, err) = cli(&app, &["backup", &copy]);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("backed up "), "{out}");
+    let line = err.lines().next().expect("a progress line");
+    let (done, total) = line
+        .strip_prefix("backing up: ")
+        .and_then(|l| l.strip_suffix(" pages"))
+        .and_then(|l| l.split_once(" of "))
+        .expect(line);
+    assert!(done.parse::<u64>().unwrap() <= total.parse::<u64>().unwrap());
+    assert!(!err.contains('\u{1b}'), "no bar drawn: {err:?}");
+    let (ok, out, err) = cli(&app, &["prune", "--older-than", "30d"]);
+    assert!(ok, "{err}");
+    assert_eq!(err, "pruning: 0 of 0 rows\n");
+    assert!(out.starts_with("pruned 0 deliveries"), "{out}");
+    app.stop().await;
+}
