@@ -14,7 +14,9 @@ use pointhook::store::{self, DeliveryFilter, JobSummary, Store, StoreError};
 
 use super::operators::{acting, finished};
 use super::paging::{PageArgs, list};
-use super::render::{Format, clip, fields, json, opt, print, say, table, verbatim};
+use super::render::{
+    Format, clip, event_table, fetch_table, fields, json, opt, print, say, table, verbatim,
+};
 
 #[derive(Debug, Subcommand)]
 pub enum Deliveries {
@@ -446,55 +448,6 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
             ))
         }
     }
-}
-
-pub(super) fn event_table(rows: &[store::EventSummary]) -> String {
-    table(
-        &[
-            "ID",
-            "TYPE",
-            "SUBJECT",
-            "STATE",
-            "ATTEMPTS",
-            "CREATED",
-            "LAST ERROR",
-        ],
-        rows.iter()
-            .map(|e| {
-                vec![
-                    e.id.clone(),
-                    e.event_type.clone(),
-                    e.subject.clone(),
-                    e.state.into(),
-                    e.attempts.to_string(),
-                    e.created_at.clone(),
-                    clip(e.last_error.as_deref().unwrap_or(""), 50),
-                ]
-            })
-            .collect(),
-    )
-}
-
-pub(super) fn fetch_table(rows: &[store::views::FetchView]) -> String {
-    table(
-        &["AT", "JOB", "ENDPOINT", "RESOURCE", "STATUS", "MS"],
-        rows.iter()
-            .map(|f| {
-                vec![
-                    f.at.clone(),
-                    f.job_id.to_string(),
-                    f.endpoint.clone(),
-                    f.resource_id.clone(),
-                    if f.status == 0 {
-                        "no answer".into()
-                    } else {
-                        f.status.to_string()
-                    },
-                    f.elapsed_ms.to_string(),
-                ]
-            })
-            .collect(),
-    )
 }
 
 fn parse_time(s: &str) -> anyhow::Result<i64> {

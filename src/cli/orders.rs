@@ -8,9 +8,8 @@ use clap::Subcommand;
 use pointhook::store::console_views::OrderList;
 use pointhook::store::{self, Store};
 
-use super::inspect::{event_table, fetch_table};
 use super::paging::{PageArgs, list};
-use super::render::{Format, fields, print, table};
+use super::render::{Format, event_table, fetch_table, fields, print, table};
 
 #[derive(Debug, Subcommand)]
 pub enum Orders {

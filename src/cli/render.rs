@@ -159,6 +159,57 @@ pub fn clip(s: &str, max: usize) -> String {
     }
 }
 
+/// Events as a table (a list, an order's history).
+pub fn event_table(rows: &[pointhook::store::EventSummary]) -> String {
+    table(
+        &[
+            "ID",
+            "TYPE",
+            "SUBJECT",
+            "STATE",
+            "ATTEMPTS",
+            "CREATED",
+            "LAST ERROR",
+        ],
+        rows.iter()
+            .map(|e| {
+                vec![
+                    e.id.clone(),
+                    e.event_type.clone(),
+                    e.subject.clone(),
+                    e.state.into(),
+                    e.attempts.to_string(),
+                    e.created_at.clone(),
+                    clip(e.last_error.as_deref().unwrap_or(""), 50),
+                ]
+            })
+            .collect(),
+    )
+}
+
+/// API calls as a table (a job's, an order's).
+pub fn fetch_table(rows: &[pointhook::store::views::FetchView]) -> String {
+    table(
+        &["AT", "JOB", "ENDPOINT", "RESOURCE", "STATUS", "MS"],
+        rows.iter()
+            .map(|f| {
+                vec![
+                    f.at.clone(),
+                    f.job_id.to_string(),
+                    f.endpoint.clone(),
+                    f.resource_id.clone(),
+                    if f.status == 0 {
+                        "no answer".into()
+                    } else {
+                        f.status.to_string()
+                    },
+                    f.elapsed_ms.to_string(),
+                ]
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

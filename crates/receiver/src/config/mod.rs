@@ -12,6 +12,7 @@ mod env;
 mod paths;
 pub mod redacted;
 mod secret;
+mod signing_key;
 mod validate;
 
 use std::net::SocketAddr;

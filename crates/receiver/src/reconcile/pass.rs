@@ -57,8 +57,7 @@ pub struct Report {
     pub enqueued: BTreeMap<&'static str, u64>,
     /// Search pages read.
     pub pages: u64,
-    /// Changes the searches said they hold, as far as they have said (it
-    /// grows as each search starts): what `found` counts toward.
+    /// Changes the searches said they hold so far: what `found` counts toward.
     #[serde(skip)]
     pub listed: u64,
 }
@@ -143,9 +142,7 @@ impl Pass<'_> {
                     Timestamp::from_millisecond(begin.as_millisecond() + span / 2).unwrap_or(begin);
                 return Ok(Some(mid));
             }
-            if offset == 0 {
-                report.listed += total;
-            }
+            report.listed += if offset == 0 { total } else { 0 };
             let n = page.results.len() as u64;
             for p in page.results {
                 let Some(version) = p.date_last_updated.clone() else {
@@ -213,11 +210,8 @@ impl Pass<'_> {
             .await?;
             report.pages += 1;
             let n = page.elements.len() as u64;
-            report.listed += match page.total {
-                Some(total) if offset == 0 => total,
-                Some(_) => 0,
-                None => n,
-            };
+            // A total on the first page; without one, each page's results.
+            report.listed += page.total.map_or(n, |t| if offset == 0 { t } else { 0 });
             for o in page.elements {
                 let Some(version) = o.last_updated.clone() else {
                     continue;
@@ -336,11 +330,10 @@ impl Pass<'_> {
                 };
                 report.pages += 1;
                 let n = found.data.len() as u64;
-                report.listed += match found.paging.total {
-                    Some(total) if page == 1 => total,
-                    Some(_) => 0,
-                    None => n,
-                };
+                report.listed += found
+                    .paging
+                    .total
+                    .map_or(n, |t| if page == 1 { t } else { 0 });
                 for o in found.data {
                     let Some(version) = o.last_updated_date.clone() else {
                         continue;
