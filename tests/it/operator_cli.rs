@@ -377,3 +377,63 @@ async fn long_commands_say_how_far_they_are_in_plain_lines() {
     assert!(out.starts_with("pruned 0 deliveries"), "{out}");
     app.stop().await;
 }
+
+/// `fraud show` gives the evidence and what confirming does, amount
+/// included; `fraud confirm` says it again and, with nobody at a terminal
+/// to ask, moves money only with `--yes`.
+#[tokio::test]
+async fn a_confirm_that_moves_money_says_how_much_and_needs_a_yes() {
+    use std::sync::Arc;
+    use std::time::{Duration, SystemTime};
+    const ORDER: &str = "4945357007";
+    const PAYMENT: &str = "23064274473";
+    let api = FakeApi::start().await;
+    let clock = Arc::new(pointhook::clock::ManualClock::new(SystemTime::now()));
+    let app = spawn_app_with(TestConfig {
+        accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n\
+                   webhook_secret = \"a-webhook-secret\"\n"
+            .into(),
+        ..TestConfig::default().api(&api.uri()).clock(clock.clone())
+    })
+    .await;
+    // Half paid: not released, so the alert is held for a person.
+    api.payment(PAYMENT, "approved", "250.00", Some(ORDER));
+    api.order(ORDER, "500.00", &[(PAYMENT, "250.00", "approved")], None);
+    app.post(&format!("topic=payment&id={PAYMENT}"), &[], None)
+        .await;
+    app.run_jobs().await;
+    app.post_fixture(&fixture("ipn-fraud-alert.json")).await;
+    app.run_jobs().await;
+    let id = app.count("SELECT id FROM fraud_reviews").to_string();
+    let refund = "refund 250.00 to the buyer; cannot be undone";
+
+    let (ok, out, err) = cli(&app, &["fraud", "show", &id]);
+    assert!(ok, "{err}");
+    for seen in [PAYMENT, ORDER, "approved", "500.00", "held"] {
+        assert!(out.contains(seen), "{seen}: {out}");
+    }
+    assert!(out.contains(&format!("if confirmed: {refund}")), "{out}");
+    let (ok, out, _) = cli(&app, &["fraud", "show", &id, "--json"]);
+    assert!(ok);
+    let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["if_confirmed"]["undo"], "refund");
+    assert_eq!(shown["if_confirmed"]["amount"], "250.00");
+
+    let (ok, out, err) = cli(&app, &["fraud", "confirm", &id]);
+    assert!(!ok && out.is_empty());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(refund) && err.contains("--yes"), "{err}");
+    clock.advance(Duration::from_secs(60));
+    app.run_jobs().await;
+    assert!(api.changes().await.is_empty(), "nothing moved");
+
+    let (ok, out, err) = cli(&app, &["fraud", "confirm", &id, "--yes"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, format!("fraud review {id} confirmed: {refund}\n"));
+    clock.advance(Duration::from_secs(60));
+    app.run_jobs().await;
+    let changes = api.changes().await;
+    assert_eq!(changes.len(), 1, "one refund");
+    assert_eq!(changes[0].1, format!("/v1/payments/{PAYMENT}/refunds"));
+    app.stop().await;
+}
