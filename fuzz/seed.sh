@@ -136,8 +136,8 @@ for e in envs:
     put("config_env", e)
 print(f"config_env: {len(envs)} override sets")
 
-# sandbox: METHOD " " PATH "\n" BODY. The routes README.md and docs/sandbox.md
-# list (with the JSON body written beside them, if any), placeholders filled
+# sandbox: METHOD " " PATH "\n" BODY. The routes docs/sandbox.md and the
+# README list (with the JSON body written beside them, if any), placeholders filled
 # with the harness's device and small ids; then fixtures/api bodies sent to
 # the routes that create or set resources.
 import re

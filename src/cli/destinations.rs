@@ -8,20 +8,20 @@ use anyhow::bail;
 use clap::Subcommand;
 use pointhook::store::{DestinationView, Recovery, Store, unix_ms_now};
 
-use super::inspect::{Output, fields, print, table};
+use super::render::{Format, fields, print, table};
 
 #[derive(Debug, Subcommand)]
 pub enum Destinations {
     /// Every configured destination: state, backlog, oldest event.
     List {
         #[command(flatten)]
-        out: Output,
+        format: Format,
     },
     /// One destination, with why it is disabled and its last recovery.
     Show {
         name: String,
         #[command(flatten)]
-        out: Output,
+        format: Format,
     },
     /// Send it events again (what was paused waits for `recover`).
     Enable { name: String },
@@ -59,15 +59,15 @@ pub fn secret(cmd: SecretCommand) {
 pub async fn run(store: &Store, cmd: Destinations) -> anyhow::Result<()> {
     let now = unix_ms_now();
     match cmd {
-        Destinations::List { out } => {
+        Destinations::List { format } => {
             let rows = store.destinations(now).await?;
-            print(&out, &rows, |rows| list_table(rows))
+            print(&format, &rows, |rows| list_table(rows))
         }
-        Destinations::Show { name, out } => {
+        Destinations::Show { name, format } => {
             let Some(d) = store.destination(&name, now).await? else {
                 bail!("no destination {name:?} is configured");
             };
-            print(&out, &d, show)
+            print(&format, &d, show)
         }
         Destinations::Enable { name } => {
             if !store.enable_destination(&name, now).await? {

@@ -1,61 +1,76 @@
-//! `deliveries`, `jobs`, `orders` and `events`: what an operator reads and
-//! replays, straight from the database file (safe while the server runs);
-//! each action recorded in the audit as the OS user.
-//! Tables by default, JSON with `--json`.
+//! `deliveries`, `jobs` and `events`: what an operator reads and replays,
+//! straight from the store (safe while the server runs), a page at a time;
+//! each action recorded in the audit as the OS user. Tables by default,
+//! JSON with `--json`.
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
-use serde::Serialize;
+use clap::Subcommand;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 
-use pointhook::domain::{EventState, JobState};
+use pointhook::domain::{EventState, JobKind, JobState, Kind};
 use pointhook::operators::Actor;
-use pointhook::store::{self, DeliveryFilter, Store};
+use pointhook::store::console_views::{EventFilter, JobFilter, Page};
+use pointhook::store::{self, DeliveryFilter, JobSummary, Store, StoreError};
 
 use super::operators::{acting, finished};
+use super::paging::{PageArgs, list};
+use super::render::{
+    Format, clip, event_table, fetch_table, fields, json, opt, print, say, table, verbatim,
+};
 
 #[derive(Debug, Subcommand)]
 pub enum Deliveries {
-    /// Newest first.
+    /// The notifications received (and the changes reconciliation found
+    /// with none), newest first.
     List {
+        /// Only this account's.
         #[arg(long)]
         account: Option<String>,
-        /// ipn, webhook or intent_webhook.
-        #[arg(long)]
-        kind: Option<String>,
+        /// Only this kind (reconcile: changes found with no notification).
+        #[arg(long, value_parser = one_of(Kind::all().map(Kind::as_str), Kind::parse))]
+        kind: Option<Kind>,
+        /// A topic or type, as the platform sent it (payment, merchant_order …).
         #[arg(long)]
         topic: Option<String>,
-        /// RFC 3339 time or unix seconds.
+        /// Only those received since: RFC 3339 or unix seconds.
         #[arg(long)]
         since: Option<String>,
-        /// Only deliveries older than this id (the next page).
-        #[arg(long)]
-        before: Option<i64>,
         #[command(flatten)]
-        out: Output,
+        page: PageArgs,
+        #[command(flatten)]
+        format: Format,
     },
     /// One delivery: the body exactly as received, headers, the job it fed.
     Show {
         id: i64,
         #[command(flatten)]
-        out: Output,
+        format: Format,
     },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Jobs {
-    /// Dead first.
+    /// Dead first, then running, pending and done; newest first in each.
     List {
-        /// pending, running, done or dead.
+        /// Only jobs in this state.
+        #[arg(long, value_parser = one_of(JobState::all().map(JobState::as_str), JobState::parse))]
+        state: Option<JobState>,
+        /// Only jobs of this kind.
+        #[arg(long, value_parser = one_of(JobKind::all().map(JobKind::as_str), JobKind::parse))]
+        kind: Option<JobKind>,
+        /// Only this account's.
         #[arg(long)]
-        state: Option<String>,
+        account: Option<String>,
         #[command(flatten)]
-        out: Output,
+        page: PageArgs,
+        #[command(flatten)]
+        format: Format,
     },
     /// Attempts, last error, next run, the deliveries and API calls.
     Show {
         id: i64,
         #[command(flatten)]
-        out: Output,
+        format: Format,
     },
     /// Run a dead job again (or every dead job with --all-dead).
     Retry {
@@ -67,68 +82,51 @@ pub enum Jobs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Orders {
-    /// Paid amount, decision, blocked, and the history of deliveries,
-    /// API calls and events.
-    Show {
-        id: String,
-        /// Needed when there are several accounts.
-        #[arg(long, default_value = "default")]
-        account: String,
-        #[command(flatten)]
-        out: Output,
-    },
-    /// The order as a sandbox fixture that replays what pointhook saw:
-    /// the API's answers seeded, each notification as it came, the events
-    /// decided as the expectation (`pointhook sandbox trigger FILE`).
-    ExportScenario(super::scenario::ExportArgs),
-}
-
-#[derive(Debug, Subcommand)]
 pub enum Events {
-    /// Newest first.
+    /// The events decided for the merchant's systems, newest first.
     List {
+        /// Only events of this type (order.released …; docs/events/ lists
+        /// them).
         #[arg(long = "type")]
         event_type: Option<String>,
-        /// pending, delivered, dead or stored.
+        /// Only events in this state.
+        #[arg(long, value_parser = one_of(EventState::all().map(EventState::as_str), EventState::parse))]
+        state: Option<EventState>,
+        /// Only this account's.
         #[arg(long)]
-        state: Option<String>,
+        account: Option<String>,
         #[command(flatten)]
-        out: Output,
+        page: PageArgs,
+        #[command(flatten)]
+        format: Format,
     },
+    /// One event: its body, state and job.
     Show {
         id: String,
         #[command(flatten)]
-        out: Output,
+        format: Format,
     },
     /// Send an event again, with the same id.
     Redeliver { id: String },
 }
 
-#[derive(Debug, Subcommand)]
-pub enum Fraud {
-    /// Alerts held for a person (every state with --all), newest first.
-    List {
-        #[arg(long)]
-        all: bool,
-        #[command(flatten)]
-        out: Output,
-    },
-    /// The alert is real: cancel or refund its payment.
-    Confirm { id: i64 },
-    /// The alert is not real: unblock its order and decide it again.
-    Dismiss { id: i64 },
+/// A flag's value: one of `names`, turned into its type by `parse`; the
+/// help lists the names.
+pub fn one_of<T: Clone + Send + Sync + 'static>(
+    names: impl Iterator<Item = &'static str>,
+    parse: fn(&str) -> Option<T>,
+) -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(names.collect::<Vec<_>>())
+        .try_map(move |s| parse(&s).ok_or("not one of the values listed"))
 }
 
-#[derive(Debug, Clone, Args)]
-pub struct Output {
-    /// JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// At most this many rows.
-    #[arg(long, default_value_t = store::DEFAULT_LIMIT)]
-    limit: usize,
-}
+/// The states `jobs list` shows, in order, with none asked for.
+const JOB_STATES: [JobState; 4] = [
+    JobState::Dead,
+    JobState::Running,
+    JobState::Pending,
+    JobState::Done,
+];
 
 pub async fn deliveries(store: &Store, cmd: Deliveries) -> anyhow::Result<()> {
     match cmd {
@@ -137,20 +135,31 @@ pub async fn deliveries(store: &Store, cmd: Deliveries) -> anyhow::Result<()> {
             kind,
             topic,
             since,
-            before,
-            out,
+            page,
+            format,
         } => {
             let since = since.map(|s| parse_time(&s)).transpose()?;
-            let filter = DeliveryFilter {
-                account,
-                kind,
-                topic,
-                since,
-                before,
-                limit: out.limit,
-            };
-            let rows = store.list_deliveries(filter).await?;
-            print(&out, &rows, |rows| {
+            if let Some(before) = &page.before {
+                before.parse::<i64>().with_context(|| {
+                    format!(
+                        "--before takes a delivery id, not {:?}",
+                        pointhook::text::printable(before)
+                    )
+                })?;
+            }
+            let listed = list(&page, |cursor, limit| {
+                let filter = DeliveryFilter {
+                    account: account.clone(),
+                    kind: kind.map(|k| k.as_str().to_string()),
+                    topic: topic.clone(),
+                    since,
+                    before: cursor.and_then(|c| c.parse().ok()),
+                    limit,
+                };
+                store.delivery_page(filter)
+            })
+            .await?;
+            super::paging::print(&format, &listed, |rows| {
                 table(
                     &[
                         "ID",
@@ -181,12 +190,12 @@ pub async fn deliveries(store: &Store, cmd: Deliveries) -> anyhow::Result<()> {
                 )
             })
         }
-        Deliveries::Show { id, out } => {
+        Deliveries::Show { id, format } => {
             let d = store
                 .get_delivery(id)
                 .await?
                 .with_context(|| format!("no delivery {id}"))?;
-            print(&out, &d, |d| {
+            print(&format, &d, |d| {
                 let mut s = fields(&[
                     ("id", d.summary.id.to_string()),
                     ("received", d.summary.received_at.clone()),
@@ -208,7 +217,8 @@ pub async fn deliveries(store: &Store, cmd: Deliveries) -> anyhow::Result<()> {
                 ]);
                 match (d.body_size, &d.body_sha256) {
                     (Some(size), Some(sha)) => s.push_str(&format!(
-                        "\nbody (kept short: {size} bytes received, SHA-256 {sha}):\n"
+                        "\nbody (kept short: {size} bytes received, SHA-256 {}):\n",
+                        verbatim(sha)
                     )),
                     (Some(size), None) => {
                         s.push_str(&format!("\nbody (kept short: {size} bytes received):\n"))
@@ -216,8 +226,10 @@ pub async fn deliveries(store: &Store, cmd: Deliveries) -> anyhow::Result<()> {
                     _ => s.push_str("\nbody:\n"),
                 }
                 match (&d.body, &d.body_base64) {
-                    (Some(text), _) => s.push_str(text),
-                    (None, Some(b64)) => s.push_str(&format!("(not UTF-8; base64) {b64}")),
+                    (Some(text), _) => s.push_str(&verbatim(text)),
+                    (None, Some(b64)) => {
+                        s.push_str(&format!("(not UTF-8; base64) {}", verbatim(b64)))
+                    }
                     (None, None) => s.push_str("(empty)"),
                 }
                 s.push('\n');
@@ -227,18 +239,73 @@ pub async fn deliveries(store: &Store, cmd: Deliveries) -> anyhow::Result<()> {
     }
 }
 
+/// One page of jobs across `states` in order; the cursor names the state
+/// it is in (`dead:TIME.ID`).
+async fn job_page(
+    store: &Store,
+    states: &[JobState],
+    filter: JobFilter,
+) -> Result<Page<JobSummary>, StoreError> {
+    let (mut at, mut cursor) = match filter.cursor.as_deref().and_then(|c| c.split_once(':')) {
+        Some((state, rest)) => (
+            states
+                .iter()
+                .position(|s| s.as_str() == state)
+                .unwrap_or(states.len()),
+            Some(rest.to_string()).filter(|r| !r.is_empty()),
+        ),
+        None => (0, None),
+    };
+    let mut rows = Vec::new();
+    while let Some(&state) = states.get(at) {
+        let page = store
+            .job_page(JobFilter {
+                state: Some(state),
+                cursor: cursor.take(),
+                limit: filter.limit - rows.len(),
+                ..filter.clone()
+            })
+            .await?;
+        rows.extend(page.rows);
+        if let Some(next) = page.next {
+            let next = format!("{}:{next}", state.as_str());
+            return Ok(Page {
+                rows,
+                next: Some(next),
+            });
+        }
+        at += 1;
+        if rows.len() >= filter.limit {
+            let next = states.get(at).map(|s| format!("{}:", s.as_str()));
+            return Ok(Page { rows, next });
+        }
+    }
+    Ok(Page { rows, next: None })
+}
+
 pub async fn jobs(store: &Store, cmd: Jobs) -> anyhow::Result<()> {
     match cmd {
-        Jobs::List { state, out } => {
-            let state = state
-                .map(|s| {
-                    JobState::parse(&s).with_context(|| {
-                        format!("--state must be pending, running, done or dead, not {s:?}")
-                    })
-                })
-                .transpose()?;
-            let rows = store.list_jobs(state, out.limit).await?;
-            print(&out, &rows, |rows| {
+        Jobs::List {
+            state,
+            kind,
+            account,
+            page,
+            format,
+        } => {
+            let states = state.map_or(JOB_STATES.to_vec(), |s| vec![s]);
+            let listed = list(&page, |cursor, limit| {
+                let filter = JobFilter {
+                    state: None,
+                    kind,
+                    account: account.clone(),
+                    cursor,
+                    limit,
+                };
+                let states = states.clone();
+                async move { job_page(store, &states, filter).await }
+            })
+            .await?;
+            super::paging::print(&format, &listed, |rows| {
                 table(
                     &[
                         "ID",
@@ -265,12 +332,12 @@ pub async fn jobs(store: &Store, cmd: Jobs) -> anyhow::Result<()> {
                 )
             })
         }
-        Jobs::Show { id, out } => {
+        Jobs::Show { id, format } => {
             let j = store
                 .get_job(id)
                 .await?
                 .with_context(|| format!("no job {id}"))?;
-            print(&out, &j, |j| {
+            print(&format, &j, |j| {
                 let mut s = fields(&[
                     ("id", j.summary.id.to_string()),
                     ("key", j.summary.key.clone()),
@@ -304,78 +371,14 @@ pub async fn jobs(store: &Store, cmd: Jobs) -> anyhow::Result<()> {
             let (acts, me) = (acting(store, false), Actor::cli());
             if all_dead {
                 let n = finished(acts.retry_dead_jobs(&me).await?)?;
-                println!("{n} dead job(s) will run again");
+                say(&format!("{n} dead job(s) will run again\n"))?;
             } else if let Some(id) = id {
                 finished(acts.retry_job(&me, id).await?)?;
-                println!("job {id} will run again");
+                say(&format!("job {id} will run again\n"))?;
             }
             Ok(())
         }
     }
-}
-
-pub async fn orders(store: &Store, accounts: Vec<String>, cmd: Orders) -> anyhow::Result<()> {
-    let (id, account, out) = match cmd {
-        Orders::Show { id, account, out } => (id, account, out),
-        Orders::ExportScenario(args) => return super::scenario::run(store, accounts, args).await,
-    };
-    let o = store
-        .get_order(account.clone(), id.clone())
-        .await?
-        .with_context(|| {
-            format!(
-                "nothing known of {} {} (account {})",
-                store::views::order_kind(&id).replace('_', " "),
-                pointhook::text::for_terminal(&id),
-                pointhook::text::for_terminal(&account)
-            )
-        })?;
-    print(&out, &o, |o| {
-        let mut s = fields(&[
-            (
-                if o.kind == "platform_order" {
-                    "order (Orders API)"
-                } else {
-                    "merchant order"
-                },
-                o.merchant_order_id.clone(),
-            ),
-            ("account", o.account.clone()),
-            ("total", o.total_amount.clone().unwrap_or_default()),
-            ("paid", o.paid_amount.clone().unwrap_or_default()),
-            (
-                "decision",
-                o.decision.clone().unwrap_or_else(|| "(none yet)".into()),
-            ),
-            ("released", o.released_at.clone().unwrap_or_default()),
-            (
-                "blocked",
-                o.blocked_at.clone().unwrap_or_else(|| "no".into()),
-            ),
-            ("at risk", o.at_risk_at.clone().unwrap_or_default()),
-        ]);
-        s.push_str("\ndeliveries:\n");
-        s.push_str(&table(
-            &["ID", "RECEIVED", "KIND", "TOPIC", "RESOURCE"],
-            o.deliveries
-                .iter()
-                .map(|d| {
-                    vec![
-                        d.id.to_string(),
-                        d.received_at.clone(),
-                        d.kind.into(),
-                        d.topic.clone(),
-                        d.resource_id.clone(),
-                    ]
-                })
-                .collect(),
-        ));
-        s.push_str("\nAPI calls:\n");
-        s.push_str(&fetch_table(&o.fetches));
-        s.push_str("\nevents:\n");
-        s.push_str(&event_table(&o.events));
-        s
-    })
 }
 
 pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Result<()> {
@@ -383,24 +386,28 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
         Events::List {
             event_type,
             state,
-            out,
+            account,
+            page,
+            format,
         } => {
-            let state = state
-                .map(|s| {
-                    EventState::parse(&s).with_context(|| {
-                        format!("--state must be pending, delivered, dead or stored, not {s:?}")
-                    })
+            let listed = list(&page, |cursor, limit| {
+                store.event_page(EventFilter {
+                    state,
+                    event_type: event_type.clone(),
+                    account: account.clone(),
+                    cursor,
+                    limit,
                 })
-                .transpose()?;
-            let rows = store.list_events(event_type, state, out.limit).await?;
-            print(&out, &rows, |rows| event_table(rows))
+            })
+            .await?;
+            super::paging::print(&format, &listed, |rows| event_table(rows))
         }
-        Events::Show { id, out } => {
+        Events::Show { id, format } => {
             let e = store
                 .get_event(id.clone())
                 .await?
-                .with_context(|| format!("no event {id}"))?;
-            print(&out, &e, |e| {
+                .with_context(|| format!("no event {}", pointhook::text::printable(&id)))?;
+            print(&format, &e, |e| {
                 let mut s = fields(&[
                     ("id", e.summary.id.clone()),
                     ("type", e.summary.event_type.clone()),
@@ -424,7 +431,7 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
                     ("job", opt(e.job_id)),
                 ]);
                 s.push_str("\nbody:\n");
-                s.push_str(&serde_json::to_string_pretty(&e.body).unwrap_or_default());
+                s.push_str(&json(&e.body));
                 s.push('\n');
                 s
             })
@@ -435,171 +442,11 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
                     .redeliver(&Actor::cli(), &id)
                     .await?,
             )?;
-            println!("event {id} will be delivered again, with the same id");
-            Ok(())
+            say(&format!(
+                "event {} will be delivered again, with the same id\n",
+                pointhook::text::printable(&id)
+            ))
         }
-    }
-}
-
-pub async fn fraud(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<()> {
-    use pointhook::domain::Review;
-    let (acts, me) = (acting(store, delivers), Actor::cli());
-    let (id, acted, what) = match cmd {
-        Fraud::List { all, out } => {
-            let state = (!all).then_some(Review::Held);
-            let rows = store.reviews(state, out.limit).await?;
-            return print(&out, &rows, |rows| {
-                table(
-                    &[
-                        "ID", "STATE", "ACCOUNT", "ORDER", "PAYMENT", "SINCE", "REASON",
-                    ],
-                    rows.iter()
-                        .map(|r| {
-                            vec![
-                                r.id.to_string(),
-                                r.state.into(),
-                                r.account.clone(),
-                                r.merchant_order_id.clone().unwrap_or_default(),
-                                r.payment_id.clone().unwrap_or_default(),
-                                r.created_at.clone(),
-                                clip(&r.reason, 60),
-                            ]
-                        })
-                        .collect(),
-                )
-            });
-        }
-        Fraud::Confirm { id } => (
-            id,
-            acts.confirm_review(&me, id).await?,
-            "confirmed: its payment will be cancelled or refunded",
-        ),
-        Fraud::Dismiss { id } => (
-            id,
-            acts.dismiss_review(&me, id).await?,
-            "dismissed: its block is lifted and its order decided again",
-        ),
-    };
-    finished(acted)?;
-    println!("fraud review {id} {what}");
-    Ok(())
-}
-
-pub(super) fn print<T: Serialize>(
-    out: &Output,
-    value: &T,
-    human: impl FnOnce(&T) -> String,
-) -> anyhow::Result<()> {
-    // What a notification held never reaches the terminal raw.
-    if out.json {
-        let json = serde_json::to_string_pretty(value)?;
-        println!("{}", pointhook::text::json_for_terminal(&json));
-    } else {
-        print!("{}", pointhook::text::for_terminal(&human(value)));
-    }
-    Ok(())
-}
-
-fn event_table(rows: &[store::EventSummary]) -> String {
-    table(
-        &[
-            "ID",
-            "TYPE",
-            "SUBJECT",
-            "STATE",
-            "ATTEMPTS",
-            "CREATED",
-            "LAST ERROR",
-        ],
-        rows.iter()
-            .map(|e| {
-                vec![
-                    e.id.clone(),
-                    e.event_type.clone(),
-                    e.subject.clone(),
-                    e.state.into(),
-                    e.attempts.to_string(),
-                    e.created_at.clone(),
-                    clip(e.last_error.as_deref().unwrap_or(""), 50),
-                ]
-            })
-            .collect(),
-    )
-}
-
-fn fetch_table(rows: &[store::views::FetchView]) -> String {
-    table(
-        &["AT", "JOB", "ENDPOINT", "RESOURCE", "STATUS", "MS"],
-        rows.iter()
-            .map(|f| {
-                vec![
-                    f.at.clone(),
-                    f.job_id.to_string(),
-                    f.endpoint.clone(),
-                    f.resource_id.clone(),
-                    if f.status == 0 {
-                        "no answer".into()
-                    } else {
-                        f.status.to_string()
-                    },
-                    f.elapsed_ms.to_string(),
-                ]
-            })
-            .collect(),
-    )
-}
-
-/// Left-aligned columns, two spaces apart.
-pub(super) fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
-    if rows.is_empty() {
-        return "(none)\n".into();
-    }
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(cell);
-            } else {
-                s.push_str(&format!("{cell:<w$}  "));
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
-    for row in rows {
-        // A cell stays on its line.
-        let row = row
-            .into_iter()
-            .map(|c| pointhook::text::printable(&c).into_owned())
-            .collect();
-        out.push_str(&line(row));
-    }
-    out
-}
-
-pub(super) fn fields(pairs: &[(&str, String)]) -> String {
-    let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{k:<width$}  {}\n", pointhook::text::printable(v)))
-        .collect()
-}
-
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_default()
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        s.chars().take(max - 1).collect::<String>() + "…"
     }
 }
 

@@ -6,23 +6,29 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 mod client;
 mod destinations;
 mod explain;
+mod fraud;
 mod inspect;
+mod maintenance;
 mod operators;
+mod orders;
+mod paging;
 mod platform_orders;
+mod progress;
 mod reconcile;
+mod render;
 mod sandbox;
 mod scenario;
 mod trigger;
 
 use pointhook::config::{Config, ConfigError, LogFormat};
-use pointhook::store::{self, Location, Store};
+use pointhook::store::{Location, Store};
 use pointhook::{App, Options};
 
 /// `EX_USAGE`: the configuration is wrong; restarting will not help.
@@ -35,12 +41,23 @@ const DEFAULT_CONFIG: &str = "/etc/pointhook/pointhook.toml";
 #[command(
     name = "pointhook",
     version,
-    about = "Receives payment notifications, stores them durably and decides once"
+    about = "Receives Mercado Pago's notifications, stores them durably and decides once",
+    after_help = "--config FILE (or POINTHOOK_CONFIG=FILE, set once for a shell) names the \
+                  configuration every command that reads the store or serves takes; \
+                  relative paths in it are relative to its directory. Only serve, \
+                  check-config, reconcile and platform-orders read the secret files. \
+                  `sandbox --config FILE` reads the sandbox's own settings. docs/cli.md has \
+                  the rest."
 )]
 struct Cli {
-    /// The TOML configuration file [default: /etc/pointhook/pointhook.toml];
-    /// for `sandbox`, the sandbox's own settings file.
-    #[arg(long, short, global = true, env = "POINTHOOK_CONFIG")]
+    /// The configuration file [default: /etc/pointhook/pointhook.toml]
+    #[arg(
+        long,
+        short,
+        global = true,
+        env = "POINTHOOK_CONFIG",
+        value_name = "FILE"
+    )]
     config: Option<PathBuf>,
     /// Log format (overrides [log] format).
     #[arg(long, global = true, value_enum)]
@@ -75,8 +92,12 @@ enum Command {
     /// received, and enqueue its jobs (the running server works them).
     Reconcile(reconcile::ReconcileArgs),
     /// Copy the database to PATH, consistently, while the server runs.
-    Backup { path: PathBuf },
-    /// Delete finished deliveries, jobs and events older than a period.
+    Backup {
+        /// A new file; only its owner may read it.
+        path: PathBuf,
+    },
+    /// Delete finished deliveries, jobs, events and API call records older
+    /// than a period (never unfinished work, never decisions).
     Prune {
         /// e.g. 30d, 12h; at least 96h.
         #[arg(long, value_parser = humantime::parse_duration)]
@@ -88,9 +109,9 @@ enum Command {
     /// Read jobs; run dead ones again.
     #[command(subcommand)]
     Jobs(inspect::Jobs),
-    /// A merchant order's state and history.
+    /// An order's state and history; the orders in a state.
     #[command(subcommand)]
-    Orders(inspect::Orders),
+    Orders(orders::Orders),
     /// Why an order is where it is: found by any id it is known by, its
     /// notifications, API answers, decisions with their reasons, events.
     Explain(explain::ExplainArgs),
@@ -106,13 +127,15 @@ enum Command {
     /// Standard Webhooks secrets for destinations.
     #[command(subcommand)]
     Secret(destinations::SecretCommand),
-    /// Fraud alerts held for a person: list, confirm (cancel or refund), dismiss.
+    /// Fraud alerts held for a person: list, show, confirm (cancel or
+    /// refund), dismiss.
     #[command(subcommand)]
-    Fraud(inspect::Fraud),
+    Fraud(fraud::Fraud),
     /// Who may sign in to the console: add, list, remove, reset.
     #[command(subcommand)]
     Operators(operators::Operators),
-    /// Run the local emulator of the notification service.
+    /// Run the local emulator of the platform (its settings file, if any,
+    /// is --config).
     Sandbox(sandbox::SandboxArgs),
     /// The integrator configuration (device events by e-mail).
     #[command(subcommand)]
@@ -144,7 +167,12 @@ impl From<anyhow::Error> for Failure {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    // POINTHOOK_CONFIG names pointhook's configuration; the sandbox reads
+    // a settings file only when one is given on its command line.
+    let sandbox_settings =
+        matches.value_source("config") == Some(clap::parser::ValueSource::CommandLine);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let config = cli
         .config
         .clone()
@@ -154,37 +182,19 @@ pub fn main() -> ExitCode {
         Command::CheckConfig => check_config(&config),
         Command::Migrate { store } => migrate(&config, store.as_deref()),
         Command::CopyStore { from, to } => copy_store(&from, &to),
-        Command::Reconcile(args) => load(&config).and_then(|config| {
+        Command::Reconcile(args) => load_for_platform(&config).and_then(|config| {
             runtime()?.block_on(reconcile::run(config, args))?;
             Ok(())
         }),
-        Command::PlatformOrders(cmd) => load(&config).and_then(|config| {
+        Command::PlatformOrders(cmd) => load_for_platform(&config).and_then(|config| {
             runtime()?.block_on(platform_orders::run(config, cmd))?;
             Ok(())
         }),
         Command::Backup { path } => with_store(&config, |store, _| async move {
-            if path.exists() {
-                anyhow::bail!("{} exists already: choose a new file", path.display());
-            }
-            store
-                .backup(&path)
-                .await
-                .with_context(|| format!("cannot back up to {}", path.display()))?;
-            println!("backed up {} to {}", store.describe(), path.display());
-            Ok(())
+            maintenance::backup(&store, &path).await
         }),
         Command::Prune { older_than } => with_store(&config, |store, _| async move {
-            anyhow::ensure!(
-                older_than >= std::time::Duration::from_secs(96 * 3600),
-                "--older-than must be at least 96h: the platform retries for 96 hours"
-            );
-            let cutoff = store::unix_ms_now().saturating_sub(older_than.as_millis() as i64);
-            let total = store.prune(cutoff).await?;
-            println!(
-                "pruned {} deliveries, {} jobs, {} events, {} API call records",
-                total.deliveries, total.jobs, total.events, total.fetches
-            );
-            Ok(())
+            maintenance::prune(&store, older_than).await
         }),
         Command::Deliveries(cmd) => with_store(&config, |store, _| async move {
             inspect::deliveries(&store, cmd).await
@@ -195,7 +205,7 @@ pub fn main() -> ExitCode {
         Command::Orders(cmd) => load(&config).and_then(|c| {
             let accounts = c.accounts.iter().map(|a| a.name.clone()).collect();
             with_store(&config, |store, _| async move {
-                inspect::orders(&store, accounts, cmd).await
+                orders::run(&store, accounts, cmd).await
             })
         }),
         Command::Explain(args) => load(&config).and_then(|c| {
@@ -215,7 +225,7 @@ pub fn main() -> ExitCode {
             Ok(())
         }
         Command::Fraud(cmd) => with_store(&config, |store, delivers| async move {
-            inspect::fraud(&store, cmd, delivers).await
+            fraud::run(&store, cmd, delivers).await
         }),
         Command::Operators(cmd) => with_store(&config, |store, _| async move {
             operators::run(&store, cmd).await
@@ -228,7 +238,8 @@ pub fn main() -> ExitCode {
         } => demo(exit_after_scenarios, cli.log_format),
         Command::Sandbox(args) => {
             init_tracing(cli.log_format.unwrap_or_default(), "info");
-            sandbox::run(args, cli.config.as_deref()).map_err(Failure::Runtime)
+            let settings = cli.config.as_deref().filter(|_| sandbox_settings);
+            sandbox::run(args, settings).map_err(Failure::Runtime)
         }
     };
     match result {
@@ -238,14 +249,57 @@ pub fn main() -> ExitCode {
             ExitCode::from(EXIT_CONFIG)
         }
         Err(Failure::Runtime(e)) => {
-            eprintln!("pointhook: {e:#}");
+            eprintln!("pointhook: {}", said_once(&e));
             ExitCode::FAILURE
         }
     }
 }
 
+/// The error and its causes on one line, each said once: a cause whose
+/// words its context already ends with (an error that prints its source
+/// and also returns it) is not repeated.
+fn said_once(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        // One line: a cause's own lines (a parser's excerpt) joined.
+        let text = cause
+            .to_string()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let text = pointhook::text::printable(&text).into_owned();
+        if line.is_empty() {
+            line = text;
+        } else if !line.ends_with(&text) {
+            line = format!("{line}: {text}");
+        }
+    }
+    line
+}
+
+/// The configuration at `path`, checked, its secret files left unread: the
+/// operator's commands read and act on the store, and need no platform
+/// token.
 fn load(path: &Path) -> Result<Config, Failure> {
     Config::load(path).map_err(Failure::Config)
+}
+
+/// The configuration with every secret file read and checked: for `serve`
+/// and `check-config`.
+fn load_whole(path: &Path) -> Result<Config, Failure> {
+    let config = load(path)?;
+    config.check_secrets().map_err(Failure::Config)?;
+    Ok(config)
+}
+
+/// The configuration with the accounts' tokens read: for the commands
+/// that call the platform's API.
+fn load_for_platform(path: &Path) -> Result<Config, Failure> {
+    let config = load(path)?;
+    config.resolve_accounts().map_err(Failure::Config)?;
+    Ok(config)
 }
 
 /// Runs `f` on the store named by the configuration at `path`, opened as a
@@ -274,7 +328,7 @@ where
 }
 
 fn check_config(path: &Path) -> Result<(), Failure> {
-    let config = load(path)?;
+    let config = load_whole(path)?;
     for warning in config.warnings() {
         eprintln!("pointhook: WARNING: {warning}");
     }
@@ -296,33 +350,7 @@ fn migrate(path: &Path, store: Option<&str>) -> Result<(), Failure> {
 
 fn copy_store(from: &str, to: &str) -> Result<(), Failure> {
     let (from, to) = (Location::parse(from), Location::parse(to));
-    if from == to {
-        return Err(anyhow::anyhow!("--from and --to name the same store").into());
-    }
-    // Drawn on stderr, and only on a terminal.
-    let bar = indicatif::ProgressBar::new(0).with_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg:>13} [{bar:40}] {pos}/{len} rows, {eta} left",
-        )
-        .context("progress bar template")?
-        .progress_chars("=> "),
-    );
-    let copied = runtime()?
-        .block_on(store::copy::copy(&from, &to, &mut |p| {
-            bar.set_length(p.total);
-            bar.set_position(p.copied);
-            bar.set_message(p.table);
-        }))
-        .with_context(|| format!("cannot copy {} to {}", from.describe(), to.describe()))?;
-    bar.finish_and_clear();
-    for (table, rows) in &copied.tables {
-        println!("{table:<14} {rows:>10} rows");
-    }
-    println!(
-        "copied {} to {}: every count verified",
-        from.describe(),
-        to.describe()
-    );
+    runtime()?.block_on(maintenance::copy_store(&from, &to))?;
     Ok(())
 }
 
@@ -335,7 +363,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn serve(path: &Path, log_format: Option<LogFormat>) -> Result<(), Failure> {
-    let config = load(path)?;
+    let config = load_whole(path)?;
     init_tracing(log_format.unwrap_or(config.log.format), &config.log.level);
     for warning in config.warnings() {
         tracing::warn!("{warning}");

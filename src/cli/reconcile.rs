@@ -14,6 +14,8 @@ use pointhook::config::Config;
 use pointhook::reconcile::{Mode, Pass, Report};
 use pointhook::store::Store;
 
+use super::progress::Progress;
+
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
     /// Start of the window: an RFC 3339 time (2026-11-20T00:00:00Z).
@@ -59,20 +61,12 @@ pub async fn run(config: Config, args: ReconcileArgs) -> anyhow::Result<()> {
         )
         .context("cannot build the API client")?,
     );
-    // Drawn on stderr, and only on a terminal.
-    let bar = indicatif::ProgressBar::new_spinner().with_style(
-        indicatif::ProgressStyle::with_template("{spinner} {msg}").context("progress template")?,
-    );
     let mut out = serde_json::Map::new();
     for account in &accounts {
+        let bar = Progress::new("reconciling", "changes")?;
         let progress = |r: &Report| {
-            bar.set_message(format!(
-                "{account}: {} pages, {} changes listed, {} to enqueue",
-                r.pages,
-                r.found,
-                r.missed()
-            ));
-            bar.tick();
+            let note = format!("{account}: {} to enqueue", r.missed());
+            bar.set(r.found, r.listed, &note);
         };
         let pass = Pass {
             store: &store,
@@ -90,7 +84,7 @@ pub async fn run(config: Config, args: ReconcileArgs) -> anyhow::Result<()> {
             .run(args.since, until)
             .await
             .with_context(|| format!("reconciliation of account {account:?} failed"))?;
-        bar.finish_and_clear();
+        bar.finish();
         if args.json {
             out.insert(account.clone(), serde_json::to_value(&report)?);
         } else {

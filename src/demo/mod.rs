@@ -2,8 +2,9 @@
 //! (`merchant`) wired together on loopback with temporary state; runs the
 //! scenarios (`scenario`: every bundled trigger, then the demo's own of
 //! `fixtures/scenarios/`), says what happens in plain words and checks what
-//! pointhook decided (`check`), then keeps serving and prints the curl
-//! lines to try it by hand. Ctrl-C stops all.
+//! pointhook decided (`check`), then keeps serving and prints the lines to
+//! try it by hand. The operator console serves too, with a one-time
+//! operator whose random password is printed. Ctrl-C stops all.
 
 mod check;
 mod merchant;
@@ -30,14 +31,36 @@ const WEBHOOK_SECRET: &str = "demo-webhook-secret";
 /// Fast enough that a 15-minute retry takes under 2 seconds.
 const TIME_SCALE: f64 = 0.002;
 
+/// The console's one-time operator.
+const OPERATOR: &str = "demo";
+
+/// 32 random hex digits: the admin token, the operator's password.
+fn random_hex() -> String {
+    hex::encode(rand::random::<[u8; 16]>())
+}
+
+/// How to run this binary again from where the demo was started (a
+/// checkout has no `pointhook` on the PATH): its path, relative when it is
+/// below the current directory.
+fn this_binary() -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return "cargo run --release --".into();
+    };
+    match std::env::current_dir().map(|cwd| exe.strip_prefix(cwd).map(|p| p.to_path_buf())) {
+        Ok(Ok(relative)) => format!("./{}", relative.display()),
+        _ => exe.display().to_string(),
+    }
+}
+
 /// Runs the demo; `Ok(false)` when a scenario did not turn out as expected.
 pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> anyhow::Result<bool> {
     let scenarios = scenario::all()?;
     let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
     let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
-    let (ph_listener, sb_listener, merchant_listener) =
-        (bind().await?, bind().await?, bind().await?);
+    let (ph_listener, sb_listener, merchant_listener, admin_listener) =
+        (bind().await?, bind().await?, bind().await?, bind().await?);
     let ph_addr = ph_listener.local_addr()?;
+    let console = format!("http://{}/", admin_listener.local_addr()?);
     let sb_url = format!("http://{}", sb_listener.local_addr()?);
     let notifications = format!("http://{ph_addr}/notifications");
 
@@ -85,19 +108,38 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
         "[server]\nlisten = \"{ph_addr}\"\n[storage]\npath = {db:?}\n[api]\nbase_url = \"{sb_url}\"\n\
          [[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n\
          webhook_secret = \"{WEBHOOK_SECRET}\"\n\
-         [fulfillment]\nurl = \"http://{merchant_addr}/events\"\nsecret = \"whsec_cG9pbnRob29rLWRlbW8tbWVyY2hhbnQtc2VjcmV0ISE=\"\n",
-        db = dir.path().join("pointhook.db").display().to_string()
+         [fulfillment]\nurl = \"http://{merchant_addr}/events\"\nsecret = \"whsec_cG9pbnRob29rLWRlbW8tbWVyY2hhbnQtc2VjcmV0ISE=\"\n\
+         [admin]\nlisten = \"{admin}\"\ntoken = \"{token}\"\n",
+        db = dir.path().join("pointhook.db").display().to_string(),
+        admin = admin_listener.local_addr()?,
+        token = random_hex(),
     );
     std::fs::write(&config_path, &toml).context("cannot write the demo configuration")?;
     let config = Config::from_toml(&toml, Vec::new())?;
-    let app = App::new(config, ph_listener, Options::default()).await?;
+    let options = Options {
+        admin_listener: Some(admin_listener),
+        ..Options::default()
+    };
+    let app = App::new(config, ph_listener, options).await?;
     let store = app.store().clone();
+    let password = random_hex();
+    let hash = {
+        let password = password.clone();
+        tokio::task::spawn_blocking(move || pointhook::operators::hash(&password)).await??
+    };
+    store
+        .add_operator(OPERATOR.into(), hash, pointhook::store::unix_ms_now())
+        .await
+        .context("cannot add the demo's operator")?;
     let app_task = tokio::spawn(app.run(shutdown.clone()));
 
     println!("pointhook demo");
     println!("  pointhook receives at {notifications}");
     println!("  the sandbox (the platform's stand-in) serves {sb_url}, time scale {TIME_SCALE}");
     println!("  the merchant's endpoint listens at http://{merchant_addr}/events");
+    println!(
+        "  the operator console: {console} (sign in as {OPERATOR}, password {password}; for this run only)"
+    );
     println!();
 
     let checker = Checker::new(&sb_url, TOKEN, merchant.clone(), store, spool);
@@ -124,9 +166,14 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
             "  curl -s -X POST {sb_url}/sandbox/merchant_orders/ORDER_ID/payments -H 'Authorization: Bearer {TOKEN}' -H 'content-type: application/json' -d '{{\"amount\": 100}}'"
         );
         println!("  curl -s -X POST '{notifications}?topic=payment&id=123456789'");
-        println!("  pointhook events list --config {}", config_path.display());
-        println!("  pointhook sandbox log --url {sb_url} --token {TOKEN}");
-        println!("Ctrl-C stops both.");
+        let me = this_binary();
+        println!("  export POINTHOOK_CONFIG={}", config_path.display());
+        println!("  {me} events list");
+        println!("  {me} jobs list --state dead");
+        println!("  {me} fraud list");
+        println!("  {me} sandbox log --url {sb_url} --token {TOKEN}");
+        println!("  open {console} and sign in as {OPERATOR}");
+        println!("Ctrl-C stops them all.");
         shutdown.cancelled().await;
     }
     shutdown.cancel();

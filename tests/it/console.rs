@@ -36,8 +36,17 @@ pub struct Browser {
 
 impl Browser {
     pub fn new(app: &TestApp) -> Browser {
+        Browser::at(format!(
+            "http://{}",
+            app.admin_addr.expect("an admin listener")
+        ))
+    }
+
+    /// A browser of the console at `base` (`http://HOST:PORT`).
+    pub fn at(base: String) -> Browser {
+        pointhook::tls::install_default_provider();
         Browser {
-            base: format!("http://{}", app.admin_addr.expect("an admin listener")),
+            base,
             http: reqwest::Client::builder()
                 .redirect(Policy::none())
                 .build()

@@ -62,6 +62,15 @@ async fn explain_tells_an_orders_story_with_the_reason_of_its_decision() {
         "{out}"
     );
 
+    // `orders show` says why too.
+    let (ok, out, err) = cli_async(&app, &["orders", "show", ORDER]).await;
+    assert!(ok, "{err}");
+    let why = out.split("decisions (why):").nth(1).unwrap_or_default();
+    assert!(
+        why.contains("order.released: paid 100.00 of 100.00"),
+        "{out}"
+    );
+
     let (ok, _, err) = cli_async(&app, &["explain", "no-such-thing"]).await;
     assert!(!ok);
     assert_eq!(err.trim(), "pointhook: nothing known by \"no-such-thing\"");

@@ -316,15 +316,30 @@ async fn a_confirmed_alert_is_refunded() {
     let first = reviews.iter().find(|r| r["payment_id"] == PAYMENT).unwrap();
     let other = reviews.iter().find(|r| r["payment_id"] == "1001").unwrap();
 
-    // By the CLI.
+    // By the CLI: the evidence and what confirming does, first.
     let id = first["id"].as_i64().unwrap().to_string();
     let (ok, out, err) = cli(&app, &["fraud", "list"]);
     assert!(ok, "{err}");
     assert!(out.contains(PAYMENT) && out.contains("held"), "{out}");
-    let (ok, out, err) = cli(&app, &["fraud", "confirm", &id]);
+    let (ok, out, err) = cli(&app, &["fraud", "show", &id]);
     assert!(ok, "{err}");
-    assert!(out.contains("confirmed"), "{out}");
-    let (ok, _, err) = cli(&app, &["fraud", "confirm", &id]);
+    assert!(out.contains(PAYMENT) && out.contains(ORDER), "{out}");
+    // The payment was not read yet: its status decides at confirmation.
+    let consequence = "cancel the payment if it is still pending, or refund it if approved";
+    assert!(
+        out.contains(&format!("if confirmed: {consequence}")),
+        "{out}"
+    );
+    // Money moves: with nobody at a terminal to ask, only --yes confirms.
+    let (ok, out, err) = cli(&app, &["fraud", "confirm", &id]);
+    assert!(!ok && out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(consequence) && err.contains("--yes"), "{err}");
+    assert_eq!(held(&app).await.len(), 2, "nothing was done");
+    let (ok, out, err) = cli(&app, &["fraud", "confirm", &id, "--yes"]);
+    assert!(ok, "{err}");
+    assert!(out.contains(&format!("confirmed: {consequence}")), "{out}");
+    let (ok, _, err) = cli(&app, &["fraud", "confirm", &id, "--yes"]);
     assert!(!ok && err.contains("confirmed already"), "{err}");
     // The CLI's clock is the system's; the app's is the test's.
     clock.advance(Duration::from_secs(60));

@@ -728,6 +728,32 @@ fn cli_with(config: &Path, args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// The real binary run in `cwd` with exactly `args` and `env` (nothing of
+/// the caller's colour or configuration settings): (success, stdout,
+/// stderr).
+pub fn cli_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pointhook"));
+    cmd.args(args).current_dir(cwd);
+    for k in [
+        "POINTHOOK_CONFIG",
+        "NO_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "RUST_LOG",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
 /// `cli`, off the runtime: for a command that calls a server this test
 /// serves on its own runtime (the sandbox).
 pub async fn cli_async(app: &TestApp, args: &[&str]) -> (bool, String, String) {

@@ -28,6 +28,7 @@ mod limits;
 mod missed;
 mod operations;
 mod operator;
+mod operator_cli;
 mod platform_orders;
 mod priority;
 mod processing;

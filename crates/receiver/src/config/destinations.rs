@@ -14,25 +14,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::{Config, ConfigError, Secret, pick_secret, redacted};
+pub use super::signing_key::SigningKey;
+use super::{Config, ConfigError, Secret, redacted};
 use crate::domain::EventType;
 use crate::domain::verdict::{EventPolicy, Route};
 
 /// The name `[fulfillment]` goes by as a destination.
 pub const DEFAULT_NAME: &str = "default";
-
-/// The prefix of a Standard Webhooks secret.
-const PREFIX: &str = "whsec_";
-/// What the Standard Webhooks specification asks of a key.
-const MIN_KEY: usize = 24;
-const MAX_KEY: usize = 64;
-/// The size of the keys `pointhook secret generate` makes.
-const NEW_KEY: usize = 32;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -87,49 +78,6 @@ pub(super) mod defaults {
     }
 }
 
-/// The HMAC key of a Standard Webhooks secret: the decoded bytes, never
-/// printed.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SigningKey(Vec<u8>);
-
-impl std::fmt::Debug for SigningKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SigningKey(***)")
-    }
-}
-
-impl SigningKey {
-    /// Reads `whsec_` + base64 of 24 to 64 bytes; anything else is refused
-    /// with what is wrong.
-    pub fn parse(secret: &str) -> Result<SigningKey, String> {
-        let Some(b64) = secret.strip_prefix(PREFIX) else {
-            return Err(format!(
-                "must be a Standard Webhooks secret ({PREFIX} and base64; `pointhook secret generate` makes one)"
-            ));
-        };
-        let key = BASE64
-            .decode(b64)
-            .map_err(|_| format!("must be {PREFIX} and standard base64 with its padding"))?;
-        if !(MIN_KEY..=MAX_KEY).contains(&key.len()) {
-            return Err(format!(
-                "the key is {} bytes; a Standard Webhooks key is {MIN_KEY} to {MAX_KEY}",
-                key.len()
-            ));
-        }
-        Ok(SigningKey(key))
-    }
-
-    /// A new secret, as text: `whsec_` and the base64 of 32 random bytes.
-    pub fn generate() -> String {
-        let key: [u8; NEW_KEY] = rand::random();
-        format!("{PREFIX}{}", BASE64.encode(key))
-    }
-
-    pub fn bytes(&self) -> &[u8] {
-        &self.0
-    }
-}
-
 /// A destination with its secrets read and its patterns resolved.
 #[derive(Debug, Clone)]
 pub struct Destination {
@@ -174,6 +122,22 @@ impl Config {
     /// Every destination: `[fulfillment]` (when it has a URL) as `default`,
     /// then `[[destinations]]` in order; secrets read and checked.
     pub fn destinations(&self) -> Result<Vec<Destination>, ConfigError> {
+        self.forms()
+            .iter()
+            .zip(self.routed()?)
+            .map(|(form, mut d)| {
+                d.keys = self.keys(form)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// Every destination as written, no secret file read.
+    pub(super) fn check_destinations(&self) -> Result<(), ConfigError> {
+        self.routed().map(|_| ())
+    }
+
+    fn forms(&self) -> Vec<Form<'_>> {
         let mut forms = Vec::new();
         if let Some(f) = &self.fulfillment
             && let Some(url) = &f.url
@@ -211,8 +175,14 @@ impl Config {
                 max_in_flight: d.max_in_flight,
             });
         }
-        let mut out: Vec<Destination> = Vec::with_capacity(forms.len());
-        for form in forms {
+        forms
+    }
+
+    /// Each destination checked and routed, with no keys yet (the
+    /// operator's commands route events without reading secret files).
+    fn routed(&self) -> Result<Vec<Destination>, ConfigError> {
+        let mut out: Vec<Destination> = Vec::new();
+        for form in self.forms() {
             let d = self.resolve(&form)?;
             if out.iter().any(|o| o.name == d.name) {
                 let why = match d.name.as_str() {
@@ -224,6 +194,22 @@ impl Config {
             out.push(d);
         }
         Ok(out)
+    }
+
+    /// A destination's signing keys, its secret file read.
+    fn keys(&self, f: &Form<'_>) -> Result<Vec<SigningKey>, ConfigError> {
+        let key = |k: &str| format!("{}.{k}", f.key);
+        let mut keys = Vec::new();
+        if let Some(s) = self.files.pick(&key("secret"), f.secret, f.secret_file)? {
+            keys.push(
+                SigningKey::parse(s.expose()).map_err(|e| ConfigError::new(key("secret"), e))?,
+            );
+        }
+        for (j, s) in f.secrets.iter().enumerate() {
+            let at = key(&format!("secrets[{j}]"));
+            keys.push(SigningKey::parse(s.expose()).map_err(|e| ConfigError::new(at, e))?);
+        }
+        Ok(keys)
     }
 
     fn resolve(&self, f: &Form<'_>) -> Result<Destination, ConfigError> {
@@ -243,17 +229,30 @@ impl Config {
         if !matches!(f.url.scheme(), "http" | "https") {
             return Err(ConfigError::new(key("url"), "must be an http or https URL"));
         }
-        let mut keys = Vec::new();
-        if let Some(s) = pick_secret(&key("secret"), f.secret, f.secret_file)? {
-            keys.push(
-                SigningKey::parse(s.expose()).map_err(|e| ConfigError::new(key("secret"), e))?,
-            );
+        if f.secret.is_some() && f.secret_file.is_some() {
+            return Err(ConfigError::new(
+                key("secret"),
+                format!(
+                    "set either {} or {}_file, not both",
+                    key("secret"),
+                    key("secret")
+                ),
+            ));
         }
-        for (j, s) in f.secrets.iter().enumerate() {
-            let at = key(&format!("secrets[{j}]"));
-            keys.push(SigningKey::parse(s.expose()).map_err(|e| ConfigError::new(at, e))?);
+        // Inline secrets are checked here; a file's when it is read.
+        for (j, s) in f.secret.into_iter().chain(f.secrets).enumerate() {
+            let at = match f.secret {
+                Some(_) if j == 0 => key("secret"),
+                Some(_) => key(&format!("secrets[{}]", j - 1)),
+                None => key(&format!("secrets[{j}]")),
+            };
+            if s.is_empty() {
+                return Err(ConfigError::new(at, "must not be empty"));
+            }
+            SigningKey::parse(s.expose()).map_err(|e| ConfigError::new(at, e))?;
         }
-        match (keys.is_empty(), f.unsigned) {
+        let signed = f.secret.is_some() || f.secret_file.is_some() || !f.secrets.is_empty();
+        match (!signed, f.unsigned) {
             (true, false) => {
                 return Err(ConfigError::new(
                     key("secret"),
@@ -311,7 +310,7 @@ impl Config {
         Ok(Destination {
             name: f.name.to_string(),
             url: f.url.clone(),
-            keys,
+            keys: Vec::new(),
             types,
             accounts,
             disable_after: Duration::from_secs(f.disable_after_hours * HOUR),
@@ -326,7 +325,7 @@ impl Config {
     /// configuration.
     pub fn event_policy(&self) -> EventPolicy {
         EventPolicy::new(
-            self.destinations()
+            self.routed()
                 .unwrap_or_default()
                 .into_iter()
                 .map(|d| Route {
@@ -399,182 +398,5 @@ fn resolve_types(patterns: &[String]) -> Result<Vec<EventType>, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_secret_is_whsec_and_canonical_base64_of_24_to_64_bytes() {
-        let b64 = |n: usize| BASE64.encode(vec![7u8; n]);
-        assert!(SigningKey::parse(&format!("whsec_{}", b64(24))).is_ok());
-        assert!(SigningKey::parse(&format!("whsec_{}", b64(64))).is_ok());
-        for bad in [
-            format!("whsec_{}", b64(23)),
-            format!("whsec_{}", b64(65)),
-            // The issue's example: 5 bytes.
-            "whsec_aGVsbG8=".to_string(),
-            // Raw bytes, no prefix: the libraries would base64-decode it.
-            "your_secret_key_here_0123456789abcdef".to_string(),
-            b64(32),
-            // Unpadded, with a space, URL-safe, non-canonical last bits.
-            format!("whsec_{}", b64(25).trim_end_matches('=')),
-            format!("whsec_ {}", b64(24)),
-            format!("whsec_{}", b64(24).replace('H', "-")),
-            format!("whsec_{}", b64(25).replacen("w==", "x==", 1)),
-        ] {
-            assert!(SigningKey::parse(&bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn a_generated_secret_is_one_the_official_crate_reads() {
-        let secret = SigningKey::generate();
-        let key = SigningKey::parse(&secret).unwrap();
-        assert_eq!(key.bytes().len(), NEW_KEY);
-        assert!(standardwebhooks::Webhook::new(&secret).is_ok());
-        assert_ne!(secret, SigningKey::generate());
-    }
-
-    #[test]
-    fn type_patterns_are_globs_over_the_types_told() {
-        let types = resolve_types(&["order.*".into(), "payment.refunded".into()]).unwrap();
-        assert!(types.contains(&EventType::OrderReleased));
-        assert!(types.contains(&EventType::OrderAtRisk));
-        assert!(types.contains(&EventType::PaymentRefunded));
-        assert!(!types.contains(&EventType::PaymentUpdated));
-        let every = resolve_types(&["*".into()]).unwrap();
-        assert!(
-            !every.contains(&EventType::FraudAlertRejected),
-            "never told"
-        );
-        assert!(resolve_types(&["order.relased".into()]).is_err());
-        assert!(resolve_types(&["fraud_alert.rejected".into()]).is_err());
-        assert!(resolve_types(&["[".into()]).is_err());
-        assert!(resolve_types(&[]).is_err());
-    }
-
-    const BASE: &str = r#"
-[storage]
-path = "x.db"
-[api]
-base_url = "http://127.0.0.1:1"
-[[accounts]]
-name = "default"
-access_token = "tok"
-[[accounts]]
-name = "north"
-access_token = "tok2"
-"#;
-    const KEY: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-
-    fn parse(extra: &str) -> Result<Config, ConfigError> {
-        Config::from_toml(&format!("{BASE}{extra}"), Vec::<(String, String)>::new())
-    }
-
-    #[test]
-    fn destinations_take_their_types_and_accounts() {
-        let c = parse(&format!(
-            "[[destinations]]\nname = \"erp\"\nurl = \"https://erp.example/h\"\nsecrets = [\"{KEY}\", \"{}\"]\n\
-             types = [\"order.*\", \"payment.refunded\"]\naccounts = [\"north\"]\n\
-             [[destinations]]\nname = \"shop\"\nurl = \"https://shop.example/h\"\nsecret = \"{KEY}\"\n",
-            SigningKey::generate()
-        ))
-        .unwrap();
-        let d = c.destinations().unwrap();
-        assert_eq!(d.len(), 2);
-        assert_eq!(d[0].keys.len(), 2);
-        assert_eq!(d[0].accounts.as_deref(), Some(&["north".to_string()][..]));
-        assert!(d[0].types.contains(&EventType::OrderReleased));
-        assert!(!d[0].types.contains(&EventType::PaymentUpdated));
-        assert_eq!(d[0].disable_after, Duration::from_secs(120 * 3600));
-        assert_eq!(d[1].accounts, None);
-        let policy = c.event_policy();
-        assert_eq!(policy.routes.len(), 2);
-        assert!(c.warnings().is_empty(), "{:?}", c.warnings());
-    }
-
-    #[test]
-    fn the_short_form_is_the_destination_default() {
-        let c = parse(&format!(
-            "[fulfillment]\nurl = \"http://127.0.0.1:9/events\"\nsecret = \"{KEY}\"\ntimeout_secs = 3\n"
-        ))
-        .unwrap();
-        let d = c.destinations().unwrap();
-        assert_eq!(d.len(), 1);
-        assert_eq!(d[0].name, DEFAULT_NAME);
-        assert_eq!(d[0].timeout, Duration::from_secs(3));
-        assert_eq!(d[0].keys, [SigningKey::parse(KEY).unwrap()]);
-        let told = EventType::all().filter(|t| crate::rules::kernel::told(*t));
-        assert_eq!(d[0].types, told.collect::<Vec<_>>());
-        // Without a URL: no destination, every event only stored.
-        let c = parse("[fulfillment]\ntimeout_secs = 3\n").unwrap();
-        assert!(c.destinations().unwrap().is_empty());
-        assert!(!c.event_policy().delivers());
-    }
-
-    #[test]
-    fn a_bad_destination_stops_start_up_naming_the_key() {
-        let with = |body: &str| {
-            parse(&format!(
-                "[[destinations]]\nname = \"erp\"\nurl = \"https://erp.example/h\"\n{body}"
-            ))
-            .map(|_| ())
-            .unwrap_err()
-            .key
-        };
-        for (body, key) in [
-            ("secret = \"whsec_aGVsbG8=\"\n", "destinations[0].secret"),
-            (
-                "secret = \"raw-bytes-secret-0123456789abcdef\"\n",
-                "destinations[0].secret",
-            ),
-            (
-                &format!("secrets = [\"{KEY}\", \"whsec_x\"]\n"),
-                "destinations[0].secrets[1]",
-            ),
-            ("", "destinations[0].secret"),
-            (
-                &format!("secret = \"{KEY}\"\nunsigned = true\n"),
-                "destinations[0].unsigned",
-            ),
-            (
-                &format!("secret = \"{KEY}\"\ntypes = [\"order.relased\"]\n"),
-                "destinations[0].types",
-            ),
-            (
-                &format!("secret = \"{KEY}\"\naccounts = [\"south\"]\n"),
-                "destinations[0].accounts",
-            ),
-            (
-                &format!("secret = \"{KEY}\"\ndisable_after_hours = 0\n"),
-                "destinations[0].disable_after_hours",
-            ),
-        ] {
-            assert_eq!(with(body), key, "{body}");
-        }
-        let twice = format!(
-            "[fulfillment]\nurl = \"http://127.0.0.1:9/e\"\nsecret = \"{KEY}\"\n\
-             [[destinations]]\nname = \"default\"\nurl = \"https://erp.example/h\"\nsecret = \"{KEY}\"\n"
-        );
-        assert_eq!(parse(&twice).unwrap_err().key, "destinations[0].name");
-        let bad_name = format!(
-            "[[destinations]]\nname = \"e r/p\"\nurl = \"https://erp.example/h\"\nsecret = \"{KEY}\"\n"
-        );
-        assert_eq!(parse(&bad_name).unwrap_err().key, "destinations[0].name");
-    }
-
-    #[test]
-    fn an_unsigned_destination_is_allowed_only_when_asked_and_warned_of() {
-        let c = parse(
-            "[[destinations]]\nname = \"lab\"\nurl = \"https://lab.example/h\"\nunsigned = true\n",
-        )
-        .unwrap();
-        assert!(c.destinations().unwrap()[0].keys.is_empty());
-        let warnings = c.warnings();
-        assert!(
-            warnings
-                .iter()
-                .any(|w| w.contains("\"lab\"") && w.contains("unsigned")),
-            "{warnings:?}"
-        );
-    }
-}
+#[path = "destinations_tests.rs"]
+mod tests;

@@ -1,12 +1,19 @@
 //! Configuration: one serde struct per TOML section, loaded from a file,
 //! overridden by `POINTHOOK_…` environment variables, then validated as a
-//! whole before anything binds a port. `sample-config.toml` documents every
-//! key; a test keeps it parsing.
+//! whole (`validate.rs`) before anything binds a port. Relative paths are
+//! relative to the file, and secret files are read once, when first
+//! needed (`paths.rs`). `sample-config.toml` documents every key; a test
+//! keeps it parsing.
 
+mod accounts;
+mod defaults;
 mod destinations;
 mod env;
+mod paths;
 pub mod redacted;
 mod secret;
+mod signing_key;
+mod validate;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -15,7 +22,9 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::domain::UnauthenticatedAlerts;
+use paths::Files;
 
+pub use accounts::Account;
 pub use destinations::{DEFAULT_NAME, Destination, DestinationConfig, SigningKey};
 pub use secret::Secret;
 
@@ -56,6 +65,9 @@ pub struct Config {
     pub reconcile: ReconcileConfig,
     #[serde(default)]
     pub log: LogConfig,
+    /// Where relative paths start, and the secret files read so far.
+    #[serde(skip)]
+    files: Files,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -291,420 +303,54 @@ impl Default for LogConfig {
     }
 }
 
-mod defaults {
-    use std::net::SocketAddr;
-
-    /// What one address may send per second. A merchant's real traffic is
-    /// its sales told some six times each (IPN and webhook, for the payment
-    /// and for its order, and their updates): 50 sales a second, more than
-    /// almost any single shop sells at its peak, is 300 notifications a
-    /// second. A client above 1,000 is a flood, and a 429 never reaches
-    /// the platform's real traffic (it would lose a fraud alert webhook,
-    /// which is never sent again).
-    pub const RATE_LIMIT_PER_IP: u32 = 1000;
-
-    pub fn retention_days() -> u64 {
-        7
-    }
-    pub fn api_timeout_secs() -> u64 {
-        10
-    }
-    pub fn api_requests_per_second() -> u32 {
-        20
-    }
-    pub fn payment_intent_path() -> String {
-        "/point/integration-api/payment-intents/{id}".into()
-    }
-    pub fn payment_cancel_path() -> String {
-        "/v1/payments/{id}".into()
-    }
-    pub fn payment_refund_path() -> String {
-        "/v1/payments/{id}/refunds".into()
-    }
-    pub fn fulfillment_timeout_secs() -> u64 {
-        10
-    }
-    pub fn fulfillment_give_up_hours() -> u64 {
-        72
-    }
-    pub fn fulfillment_max_in_flight() -> usize {
-        64
-    }
-    /// Ten blocks an hour: more than a shop sees of real alerts, few
-    /// enough that a flood of forged ones stalls few orders.
-    pub fn fraud_blocks_per_hour() -> u32 {
-        10
-    }
-    pub fn admin_listen() -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], 8081))
-    }
-    pub fn session_idle_secs() -> u64 {
-        1800
-    }
-}
-
-/// An account with its secrets read in.
-#[derive(Debug, Clone)]
-pub struct Account {
-    pub name: String,
-    pub access_token: Secret,
-    /// Empty: webhooks are not verified.
-    pub webhook_secrets: Vec<Secret>,
-    /// `None`: the signature's timestamp is not checked.
-    pub signature_tolerance: Option<std::time::Duration>,
-    pub require_signature: bool,
-    pub fraud_unauthenticated: UnauthenticatedAlerts,
-    pub fraud_blocks_per_hour: u32,
-}
-
 impl Config {
-    /// Reads, overrides from the environment and validates `path`.
+    /// Reads `path`, applies the `POINTHOOK_…` environment overrides and
+    /// checks everything but the secret files, which are read when first
+    /// needed (`check_secrets` reads them all now). Relative paths in the
+    /// file are relative to its directory.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             ConfigError::new("--config", format!("cannot read {}: {e}", path.display()))
         })?;
-        Self::from_toml(&text, std::env::vars())
+        Self::parse(&text, std::env::vars(), Files::beside(path))
     }
 
-    /// Parses TOML text with the given `POINTHOOK_…` overrides applied.
+    /// Parses TOML text with the given `POINTHOOK_…` overrides applied, and
+    /// checks it whole, secret files included (relative to the current
+    /// directory).
     pub fn from_toml(
         text: &str,
         vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let config = Self::parse(text, vars, Files::default())?;
+        config.check_secrets()?;
+        Ok(config)
+    }
+
+    fn parse(
+        text: &str,
+        vars: impl IntoIterator<Item = (String, String)>,
+        files: Files,
     ) -> Result<Config, ConfigError> {
         let mut table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| ConfigError::new("config", syntax_error(text, &e)))?;
         env::apply_overrides(&mut table, vars)?;
-        let config: Config =
-            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let mut config: Config = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
                 let key = e.path().to_string();
                 let message = one_line(&e.inner().to_string());
                 ConfigError::new(if key == "." { "config".into() } else { key }, message)
             })?;
+        // Shown by `check-config` as it is used.
+        if let Some(path) = &config.storage.path
+            && !path.as_os_str().is_empty()
+        {
+            config.storage.path = Some(files.resolve(path));
+        }
+        config.files = files;
         config.validate()?;
         Ok(config)
-    }
-
-    fn validate(&self) -> Result<(), ConfigError> {
-        let s = &self.server;
-        if !s.path.starts_with('/') {
-            return Err(ConfigError::new("server.path", "must start with '/'"));
-        }
-        if s.max_body_bytes == 0 {
-            return Err(ConfigError::new(
-                "server.max_body_bytes",
-                "must be at least 1",
-            ));
-        }
-        if s.read_timeout_secs == 0 {
-            return Err(ConfigError::new(
-                "server.read_timeout_secs",
-                "must be at least 1",
-            ));
-        }
-        if s.max_connections == 0 {
-            return Err(ConfigError::new(
-                "server.max_connections",
-                "must be at least 1",
-            ));
-        }
-        self.location()?;
-        if self.storage.retention_days < 4 {
-            return Err(ConfigError::new(
-                "storage.retention_days",
-                "must be at least 4 (the platform retries for 96 hours)",
-            ));
-        }
-        if !matches!(self.api.base_url.scheme(), "http" | "https") {
-            return Err(ConfigError::new(
-                "api.base_url",
-                "must be an http or https URL",
-            ));
-        }
-        if self.api.requests_per_second == 0 {
-            return Err(ConfigError::new(
-                "api.requests_per_second",
-                "must be at least 1",
-            ));
-        }
-        for (key, path) in [
-            ("api.payment_intent_path", &self.api.payment_intent_path),
-            ("api.payment_cancel_path", &self.api.payment_cancel_path),
-            ("api.payment_refund_path", &self.api.payment_refund_path),
-        ] {
-            if !path.starts_with('/') || !path.split('/').any(|s| s == "{id}") {
-                return Err(ConfigError::new(
-                    key,
-                    "must start with '/' and have {id} as one whole segment",
-                ));
-            }
-        }
-        if self.accounts.is_empty() {
-            return Err(ConfigError::new(
-                "accounts",
-                "at least one [[accounts]] entry is required",
-            ));
-        }
-        for (i, a) in self.accounts.iter().enumerate() {
-            if a.name.is_empty() {
-                return Err(ConfigError::new(
-                    format!("accounts[{i}].name"),
-                    "must not be empty",
-                ));
-            }
-            if self.accounts[..i].iter().any(|b| b.name == a.name) {
-                return Err(ConfigError::new(
-                    format!("accounts[{i}].name"),
-                    format!("account {:?} is defined twice", a.name),
-                ));
-            }
-        }
-        if self.worker.concurrency == 0 {
-            return Err(ConfigError::new("worker.concurrency", "must be at least 1"));
-        }
-        if self
-            .fulfillment
-            .as_ref()
-            .is_some_and(|f| f.max_in_flight == 0)
-        {
-            return Err(ConfigError::new(
-                "fulfillment.max_in_flight",
-                "must be at least 1",
-            ));
-        }
-        if self.worker.max_attempts == 0 {
-            return Err(ConfigError::new(
-                "worker.max_attempts",
-                "must be at least 1",
-            ));
-        }
-        if self.worker.lease_secs < 2 {
-            return Err(ConfigError::new("worker.lease_secs", "must be at least 2"));
-        }
-        if let Some(admin) = &self.admin
-            && admin.token.is_none()
-            && admin.token_file.is_none()
-        {
-            return Err(ConfigError::new(
-                "admin.token",
-                "required when [admin] is present",
-            ));
-        }
-        self.check_bounds()?;
-        let r = &self.reconcile;
-        if r.interval_secs == 0 {
-            return Err(ConfigError::new(
-                "reconcile.interval_secs",
-                "must be at least 1",
-            ));
-        }
-        // A change must stay in the window until its grace has passed and
-        // one more pass has run, or it is never looked at again.
-        if r.lookback_secs <= r.grace_secs + r.interval_secs {
-            return Err(ConfigError::new(
-                "reconcile.lookback_secs",
-                format!(
-                    "must be more than grace_secs + interval_secs ({})",
-                    r.grace_secs + r.interval_secs
-                ),
-            ));
-        }
-        // The filter parser panics on some non-ASCII input (a space before
-        // a multi-byte character); no directive needs anything but ASCII.
-        if !self.log.level.is_ascii() {
-            return Err(ConfigError::new(
-                "log.level",
-                "only ASCII (e.g. \"info,pointhook=debug\")",
-            ));
-        }
-        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
-            return Err(ConfigError::new("log.level", one_line(&e.to_string())));
-        }
-        // Secrets must be readable now, not at the first request.
-        self.resolve_accounts()?;
-        if let Some(token) = self.admin_token()?
-            && token.expose().chars().count() < ADMIN_TOKEN_MIN
-        {
-            return Err(ConfigError::new(
-                "admin.token",
-                format!(
-                    "must be at least {ADMIN_TOKEN_MIN} characters (e.g. `openssl rand -hex 32`)"
-                ),
-            ));
-        }
-        self.destinations()?;
-        Ok(())
-    }
-
-    /// Upper bounds on durations and sizes: far above any sane value, low
-    /// enough that no arithmetic on them (milliseconds in an i64) overflows.
-    fn check_bounds(&self) -> Result<(), ConfigError> {
-        const HOUR: u64 = 3600;
-        let mut bounded: Vec<(String, u64, u64)> = vec![
-            (
-                "server.read_timeout_secs".into(),
-                self.server.read_timeout_secs,
-                HOUR,
-            ),
-            (
-                "server.drain_timeout_secs".into(),
-                self.server.drain_timeout_secs,
-                HOUR,
-            ),
-            (
-                "server.max_body_bytes".into(),
-                self.server.max_body_bytes as u64,
-                1 << 30,
-            ),
-            (
-                "storage.retention_days".into(),
-                self.storage.retention_days,
-                36_500,
-            ),
-            ("api.timeout_secs".into(), self.api.timeout_secs, HOUR),
-            (
-                "worker.lease_secs".into(),
-                self.worker.lease_secs,
-                24 * HOUR,
-            ),
-            (
-                "worker.concurrency".into(),
-                self.worker.concurrency as u64,
-                4096,
-            ),
-            (
-                "reconcile.interval_secs".into(),
-                self.reconcile.interval_secs,
-                24 * HOUR,
-            ),
-            (
-                "reconcile.lookback_secs".into(),
-                self.reconcile.lookback_secs,
-                31 * 24 * HOUR,
-            ),
-            (
-                "reconcile.grace_secs".into(),
-                self.reconcile.grace_secs,
-                24 * HOUR,
-            ),
-        ];
-        if let Some(f) = &self.fulfillment {
-            bounded.push(("fulfillment.timeout_secs".into(), f.timeout_secs, HOUR));
-            bounded.push((
-                "fulfillment.give_up_after_hours".into(),
-                f.give_up_after_hours,
-                24 * 3650,
-            ));
-            bounded.push((
-                "fulfillment.max_in_flight".into(),
-                f.max_in_flight as u64,
-                1024,
-            ));
-        }
-        for (i, a) in self.accounts.iter().enumerate() {
-            bounded.push((
-                format!("accounts[{i}].signature_tolerance_secs"),
-                a.signature_tolerance_secs,
-                365 * 24 * HOUR,
-            ));
-        }
-        match bounded.into_iter().find(|(_, value, max)| value > max) {
-            Some((key, _, max)) => Err(ConfigError::new(key, format!("must be at most {max}"))),
-            None => Ok(()),
-        }
-    }
-
-    /// The accounts with their tokens and secrets read from files where given.
-    pub fn resolve_accounts(&self) -> Result<Vec<Account>, ConfigError> {
-        self.accounts
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let key = |k: &str| format!("accounts[{i}].{k}");
-                let access_token = pick_secret(
-                    &key("access_token"),
-                    a.access_token.as_ref(),
-                    a.access_token_file.as_deref(),
-                )?
-                .ok_or_else(|| {
-                    ConfigError::new(key("access_token"), "required (or access_token_file)")
-                })?;
-                let mut webhook_secrets: Vec<Secret> = pick_secret(
-                    &key("webhook_secret"),
-                    a.webhook_secret.as_ref(),
-                    a.webhook_secret_file.as_deref(),
-                )?
-                .into_iter()
-                .collect();
-                for (j, s) in a.webhook_secrets.iter().enumerate() {
-                    if s.is_empty() {
-                        return Err(ConfigError::new(
-                            key(&format!("webhook_secrets[{j}]")),
-                            "must not be empty",
-                        ));
-                    }
-                    webhook_secrets.push(s.clone());
-                }
-                let require_signature = a.require_signature.unwrap_or(!webhook_secrets.is_empty());
-                if require_signature && webhook_secrets.is_empty() {
-                    return Err(ConfigError::new(
-                        key("require_signature"),
-                        "true needs webhook_secret or webhook_secrets",
-                    ));
-                }
-                Ok(Account {
-                    name: a.name.clone(),
-                    access_token,
-                    signature_tolerance: (a.signature_tolerance_secs > 0)
-                        .then(|| std::time::Duration::from_secs(a.signature_tolerance_secs)),
-                    require_signature,
-                    fraud_unauthenticated: a.fraud_unauthenticated,
-                    fraud_blocks_per_hour: a.fraud_unauthenticated_blocks_per_hour,
-                    webhook_secrets,
-                })
-            })
-            .collect()
-    }
-
-    /// Where the data lives: `[storage] path` (SQLite), or `url` /
-    /// `url_file` (PostgreSQL); exactly one of them.
-    pub fn location(&self) -> Result<crate::store::Location, ConfigError> {
-        use crate::store::Location;
-        let s = &self.storage;
-        let url = pick_secret("storage.url", s.url.as_ref(), s.url_file.as_deref())?;
-        match (&s.path, url) {
-            (Some(_), Some(_)) => Err(ConfigError::new(
-                "storage",
-                "set either path (SQLite) or url (PostgreSQL), not both",
-            )),
-            (None, None) => Err(ConfigError::new(
-                "storage.path",
-                "required: a SQLite file (or storage.url for PostgreSQL)",
-            )),
-            (Some(path), None) if path.as_os_str().is_empty() => {
-                Err(ConfigError::new("storage.path", "must not be empty"))
-            }
-            (Some(path), None) => Ok(Location::Sqlite(path.clone())),
-            (None, Some(url)) => {
-                let text = url.expose();
-                match Url::parse(text) {
-                    Ok(u) if matches!(u.scheme(), "postgres" | "postgresql") => {
-                        Ok(Location::Postgres(text.to_string()))
-                    }
-                    _ => Err(ConfigError::new(
-                        "storage.url",
-                        "must be a postgres:// (or postgresql://) URL",
-                    )),
-                }
-            }
-        }
-    }
-
-    pub fn admin_token(&self) -> Result<Option<Secret>, ConfigError> {
-        match &self.admin {
-            None => Ok(None),
-            Some(a) => pick_secret("admin.token", a.token.as_ref(), a.token_file.as_deref()),
-        }
     }
 
     /// What is allowed but most likely a mistake in production: a test
@@ -746,44 +392,6 @@ impl Config {
     /// The configuration as TOML with every secret masked.
     pub fn to_masked_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot print: {e}\n"))
-    }
-}
-
-/// One of `value` or `file` (read, trimmed); a relative `file` is looked up
-/// in `$CREDENTIALS_DIRECTORY`, where systemd's `LoadCredential=` puts it.
-fn pick_secret(
-    key: &str,
-    value: Option<&Secret>,
-    file: Option<&Path>,
-) -> Result<Option<Secret>, ConfigError> {
-    match (value, file) {
-        (Some(_), Some(_)) => Err(ConfigError::new(
-            key,
-            format!("set either {key} or {key}_file, not both"),
-        )),
-        (Some(v), None) if v.is_empty() => Err(ConfigError::new(key, "must not be empty")),
-        (Some(v), None) => Ok(Some(v.clone())),
-        (None, Some(path)) => {
-            let full = match std::env::var_os("CREDENTIALS_DIRECTORY") {
-                Some(dir) if path.is_relative() => Path::new(&dir).join(path),
-                _ => path.to_path_buf(),
-            };
-            let text = std::fs::read_to_string(&full).map_err(|e| {
-                ConfigError::new(
-                    format!("{key}_file"),
-                    format!("cannot read {}: {e}", full.display()),
-                )
-            })?;
-            let text = text.trim();
-            if text.is_empty() {
-                return Err(ConfigError::new(
-                    format!("{key}_file"),
-                    format!("{} is empty", full.display()),
-                ));
-            }
-            Ok(Some(Secret::new(text)))
-        }
-        (None, None) => Ok(None),
     }
 }
 

@@ -260,6 +260,34 @@ fn secrets_are_read_from_files() {
     assert_eq!(parse(&both).unwrap_err().key, "accounts[0].access_token");
 }
 
+/// A configuration file's relative paths start at its directory, and its
+/// secret files are read only when something needs them: the operator's
+/// reads load a configuration whose token file they cannot read.
+#[test]
+fn a_loaded_file_reads_paths_beside_it_and_secrets_when_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(
+        dir.path().join("sub/secret"),
+        "whsec_cG9pbnRob29rLWRlbW8tbWVyY2hhbnQtc2VjcmV0ISE=",
+    )
+    .unwrap();
+    let path = dir.path().join("sub/c.toml");
+    let text = MINIMAL.replace("access_token = \"tok\"", "access_token_file = \"gone\"")
+        + "[fulfillment]\nurl = \"http://127.0.0.1:9/e\"\nsecret_file = \"secret\"\n";
+    std::fs::write(&path, &text).unwrap();
+    let c = Config::load(&path).unwrap();
+    assert_eq!(
+        c.location().unwrap(),
+        crate::store::Location::Sqlite(dir.path().join("sub/x.db"))
+    );
+    assert!(c.event_policy().delivers());
+    assert_eq!(c.destinations().unwrap()[0].keys.len(), 1);
+    let e = c.check_secrets().unwrap_err();
+    assert_eq!(e.key, "accounts[0].access_token_file");
+    assert!(e.message.contains("sub/gone"), "{e}");
+}
+
 #[test]
 fn the_admin_token_has_at_least_32_characters() {
     let with = |token: &str| parse(&format!("{MINIMAL}[admin]\ntoken = {token:?}\n"));

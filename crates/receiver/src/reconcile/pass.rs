@@ -60,6 +60,9 @@ pub struct Report {
     pub enqueued: BTreeMap<&'static str, u64>,
     /// Search pages read.
     pub pages: u64,
+    /// Changes the searches said they hold so far: what `found` counts toward.
+    #[serde(skip)]
+    pub listed: u64,
 }
 
 impl Report {
@@ -145,6 +148,7 @@ impl Pass<'_> {
                     Timestamp::from_millisecond(begin.as_millisecond() + span / 2).unwrap_or(begin);
                 return Ok(Some(mid));
             }
+            report.listed += if offset == 0 { total } else { 0 };
             let n = page.results.len() as u64;
             for p in page.results {
                 let Some(version) = p.date_last_updated.clone() else {
@@ -182,6 +186,7 @@ impl Pass<'_> {
     ) -> Result<(), PassError> {
         let page = retrying(|| self.api.search_chargebacks(self.account, payment)).await?;
         report.pages += 1;
+        report.listed += page.results.len() as u64;
         for c in page.results {
             let Some(version) = c.date_last_updated.clone() else {
                 continue;
@@ -211,6 +216,8 @@ impl Pass<'_> {
             .await?;
             report.pages += 1;
             let n = page.elements.len() as u64;
+            // A total on the first page; without one, each page's results.
+            report.listed += page.total.map_or(n, |t| if offset == 0 { t } else { 0 });
             for o in page.elements {
                 let Some(version) = o.last_updated.clone() else {
                     continue;
@@ -286,6 +293,7 @@ impl Pass<'_> {
                         .or_insert(now)
                 })
             });
+            report.listed += 1;
             let change = Change {
                 topic: "payment_intent",
                 updated_at,
@@ -328,6 +336,10 @@ impl Pass<'_> {
                 };
                 report.pages += 1;
                 let n = found.data.len() as u64;
+                report.listed += found
+                    .paging
+                    .total
+                    .map_or(n, |t| if page == 1 { t } else { 0 });
                 for o in found.data {
                     let Some(version) = o.last_updated_date.clone() else {
                         continue;

@@ -14,13 +14,14 @@ mod sqlite;
 pub mod tables;
 pub mod views;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
 pub use crate::clock::{rfc3339, unix_ms, unix_ms_now};
+pub use maintenance::BackupProgress;
 pub use model::{
     Attempted, BACKLOG_TURN, BatchHealth, EventOutcome, FetchRow, Finish, Ingested, JobOutcome,
     Lease, LeasedEvent, LeasedJob, NewDelivery, NewJob, Recorded, Recovery, Sighting, Take,
@@ -198,6 +199,7 @@ macro_rules! on {
 
 // Their methods use `on!`, so they are declared after it.
 mod console;
+mod maintenance;
 mod outbox;
 
 /// How long a readiness answer is kept.
@@ -459,14 +461,17 @@ impl Store {
         on!(self, b => b.latest_review(account, job_key).await)
     }
 
-    /// Fraud alerts held for a person, newest first (`None`: every state).
+    /// Fraud alerts held for a person, newest first (`None`: every state),
+    /// older than the review `before` when given (the next page).
     pub async fn reviews(
         &self,
         state: Option<Review>,
+        before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<ReviewView>, StoreError> {
         let limit = limit.clamp(1, MAX_LIMIT) as i64;
-        on!(self, b => b.reviews(state, limit).await)
+        let before = before.unwrap_or(i64::MAX);
+        on!(self, b => b.reviews(state, before, limit).await)
     }
 
     /// A person confirms a held alert: its job runs the cancel or refund.
@@ -578,27 +583,6 @@ impl Store {
         let mut snapshot = on!(self, b => b.metrics_snapshot(now).await)?;
         snapshot.destinations = self.destinations(now).await?;
         Ok(snapshot)
-    }
-
-    /// Prunes what finished before `cutoff` (unix ms), a batch per
-    /// transaction so that acks never wait long behind it. Pruning never
-    /// touches unfinished work, and decisions are never pruned.
-    pub async fn prune(&self, cutoff: i64) -> Result<Pruned, StoreError> {
-        let mut total = Pruned::default();
-        loop {
-            let batch = on!(self, b => b.prune_batch(cutoff, PRUNE_BATCH).await)?;
-            total.add(batch);
-            if batch.total() == 0 {
-                return Ok(total);
-            }
-        }
-    }
-
-    /// A consistent copy of the database at `dest`, taken while it is in
-    /// use, readable by its owner only.
-    pub async fn backup(&self, dest: &Path) -> Result<(), StoreError> {
-        let dest = dest.to_path_buf();
-        on!(self, b => b.backup(dest).await)
     }
 
     /// Makes every commit fail (test builds only), to prove nothing that

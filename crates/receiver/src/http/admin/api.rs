@@ -228,7 +228,7 @@ async fn reviews(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Res
             ))
         })?),
     };
-    let rows = s.store.reviews(state, limit(&q)?).await?;
+    let rows = s.store.reviews(state, None, limit(&q)?).await?;
     Ok(Json(rows).into_response())
 }
 

@@ -24,6 +24,7 @@ mod destinations;
 mod enums;
 mod events;
 mod listen;
+mod maintenance;
 mod order_reads;
 mod prepared;
 mod reads;
@@ -48,7 +49,7 @@ use super::model::{
 };
 use super::views::{
     DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health, JobDetail,
-    JobSummary, MetricsSnapshot, OrderView, Pruned,
+    JobSummary, MetricsSnapshot, OrderView,
 };
 use super::{CommitHealth, StoreError};
 use crate::clock::unix_ms_now;
@@ -460,16 +461,6 @@ impl PgStore {
 
     pub async fn metrics_snapshot(&self, now: i64) -> Result<MetricsSnapshot, StoreError> {
         reads::metrics_snapshot(&self.client().await?, now).await
-    }
-
-    pub async fn prune_batch(&self, cutoff: i64, batch: usize) -> Result<Pruned, StoreError> {
-        reads::prune_batch(&mut self.client().await?, cutoff, batch).await
-    }
-
-    pub async fn backup(&self, _dest: std::path::PathBuf) -> Result<(), StoreError> {
-        Err(StoreError::Unsupported(
-            "a PostgreSQL database is backed up with pg_dump (or the server's own backups)",
-        ))
     }
 
     /// Makes every ingest commit fail (test builds only).

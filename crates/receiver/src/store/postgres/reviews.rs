@@ -45,13 +45,15 @@ pub(super) fn view(r: &Row) -> Result<ReviewView, StoreError> {
 pub async fn list(
     tx: &Transaction<'_>,
     state: Option<Review>,
+    before: i64,
     limit: i64,
 ) -> Result<Vec<ReviewView>, StoreError> {
     let sql = format!(
         "SELECT {COLUMNS} FROM fraud_reviews WHERE ($1::smallint IS NULL OR state = $1)
+           AND id < $3
          ORDER BY id DESC LIMIT $2"
     );
-    tx.query(&prepared(tx, &sql).await?, &[&state, &limit])
+    tx.query(&prepared(tx, &sql).await?, &[&state, &limit, &before])
         .await?
         .iter()
         .map(view)
@@ -211,11 +213,12 @@ impl PgStore {
     pub async fn reviews(
         &self,
         state: Option<Review>,
+        before: i64,
         limit: i64,
     ) -> Result<Vec<ReviewView>, StoreError> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
-        list(&tx, state, limit).await
+        list(&tx, state, before, limit).await
     }
 
     pub async fn confirm_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {

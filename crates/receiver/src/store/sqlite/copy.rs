@@ -23,7 +23,7 @@ impl Side {
         if !path.exists() {
             return Err(StoreError::Io {
                 context: format!("no database at {}", path.display()),
-                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
             });
         }
         let path = path.to_path_buf();

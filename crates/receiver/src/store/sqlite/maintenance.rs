@@ -5,13 +5,32 @@
 //! stay with their deliveries, and events not yet delivered stay. Decisions
 //! are never pruned: they are what makes every effect happen once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params};
 
+use super::SqliteStore;
 use crate::domain::{EventState, JobState};
-use crate::store::StoreError;
 use crate::store::views::Pruned;
+use crate::store::{BackupProgress, StoreError};
+
+/// Pages copied per step of a backup, between two reports of progress.
+const BACKUP_STEP: i32 = 1024;
+
+impl SqliteStore {
+    pub async fn prune_batch(&self, cutoff: i64, batch: usize) -> Result<Pruned, StoreError> {
+        self.write(move |c| prune_batch(c, cutoff, batch)).await
+    }
+
+    pub async fn prune_estimate(&self, cutoff: i64) -> Result<Pruned, StoreError> {
+        self.read(move |c| prune_estimate(c, cutoff)).await
+    }
+
+    /// A consistent copy at `dest` (one read transaction, so one moment).
+    pub async fn backup(&self, dest: PathBuf, progress: BackupProgress) -> Result<(), StoreError> {
+        self.read_raw(move |c| backup(c, &dest, &*progress)).await
+    }
+}
 
 /// A delivery goes when the job of its key (at most one: the key is
 /// unique) is finished or gone and does not decide from this delivery's
@@ -48,6 +67,38 @@ const PRUNE_FETCHES: &str = "DELETE FROM fetches WHERE id IN (
        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = f.job_id AND j.state != ?2)
      LIMIT ?3)";
 
+/// What each statement above would reach: the old rows, by the same
+/// indexes (so a large store counts in milliseconds), before the checks
+/// that keep unfinished work.
+const PRUNE_ESTIMATE: &str = "SELECT
+     (SELECT count(*) FROM deliveries WHERE received_at < ?1),
+     (SELECT count(*) FROM jobs WHERE state = ?2 AND run_at < ?1 AND updated_at < ?1),
+     (SELECT count(*) FROM events INDEXED BY events_due WHERE state IN (?3, ?4, ?5)
+        AND next_attempt_at < ?1 AND created_at < ?1),
+     (SELECT count(*) FROM fetches WHERE at < ?1)";
+
+fn prune_estimate(conn: &Connection, cutoff: i64) -> rusqlite::Result<Pruned> {
+    conn.query_row(
+        PRUNE_ESTIMATE,
+        params![
+            cutoff,
+            JobState::Done,
+            EventState::Delivered,
+            EventState::Dead,
+            EventState::Stored
+        ],
+        |r| {
+            let n = |i| r.get::<_, i64>(i).map(|n| n as usize);
+            Ok(Pruned {
+                deliveries: n(0)?,
+                jobs: n(1)?,
+                events: n(2)?,
+                fetches: n(3)?,
+            })
+        },
+    )
+}
+
 /// One batch of pruning of everything finished before `cutoff` (unix ms);
 /// call until it deletes nothing.
 pub(super) fn prune_batch(
@@ -78,8 +129,13 @@ pub(super) fn prune_batch(
 }
 
 /// A consistent copy of the database at `dest`, taken while it is in use
-/// (one read transaction, so the copy is a single moment).
-pub(super) fn backup(conn: &Connection, dest: &Path) -> Result<(), StoreError> {
+/// (one read transaction, so the copy is a single moment), `BACKUP_STEP`
+/// pages at a time with the progress told after each.
+fn backup(
+    conn: &Connection,
+    dest: &Path,
+    progress: &(dyn Fn(u64, u64) + Send + Sync),
+) -> Result<(), StoreError> {
     // The copy holds every body and secret-bearing header: only its owner
     // may read it. Created here, new, so it never inherits wider rights.
     {
@@ -95,10 +151,26 @@ pub(super) fn backup(conn: &Connection, dest: &Path) -> Result<(), StoreError> {
             })?;
     }
     let mut target = Connection::open(dest)?;
-    let backup = rusqlite::backup::Backup::new(conn, &mut target)?;
-    // -1: every page in one step, under one read lock.
-    backup.step(-1)?;
-    drop(backup);
+    // The read transaction held across the steps keeps the source at one
+    // moment: a backup step that opens its own would start over whenever
+    // the server commits in between (WAL: the writer never waits on it).
+    conn.execute_batch("BEGIN")?;
+    let copied = (|| {
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
+        let backup = rusqlite::backup::Backup::new(conn, &mut target)?;
+        loop {
+            let more = backup.step(BACKUP_STEP)? == rusqlite::backup::StepResult::More;
+            let p = backup.progress();
+            let total = p.pagecount.max(0) as u64;
+            progress(total.saturating_sub(p.remaining.max(0) as u64), total);
+            if !more {
+                return Ok::<_, rusqlite::Error>(());
+            }
+        }
+    })();
+    let ended = conn.execute_batch("COMMIT");
+    copied?;
+    ended?;
     target.pragma_update(None, "journal_mode", "delete")?;
     Ok(())
 }

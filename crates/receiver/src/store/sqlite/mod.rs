@@ -46,7 +46,7 @@ use super::model::{
 };
 use super::views::{
     Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
-    JobDetail, JobSummary, MetricsSnapshot, OrderView, Pruned, ReviewView,
+    JobDetail, JobSummary, MetricsSnapshot, OrderView, ReviewView,
 };
 use crate::clock::unix_ms_now;
 use crate::domain::verdict::DecisionRules;
@@ -132,7 +132,7 @@ impl SqliteStore {
         if !path.exists() {
             return Err(StoreError::Io {
                 context: format!("no database at {}", path.display()),
-                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
             });
         }
         let conn = open_connection(path)?;
@@ -289,9 +289,11 @@ impl SqliteStore {
     pub async fn reviews(
         &self,
         state: Option<Review>,
+        before: i64,
         limit: i64,
     ) -> Result<Vec<ReviewView>, StoreError> {
-        self.read(move |c| reviews::list(c, state, limit)).await
+        self.read(move |c| reviews::list(c, state, before, limit))
+            .await
     }
 
     pub async fn confirm_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
@@ -378,16 +380,6 @@ impl SqliteStore {
 
     pub async fn metrics_snapshot(&self, now: i64) -> Result<MetricsSnapshot, StoreError> {
         self.read(move |c| admin::metrics_snapshot(c, now)).await
-    }
-
-    pub async fn prune_batch(&self, cutoff: i64, batch: usize) -> Result<Pruned, StoreError> {
-        self.write(move |c| maintenance::prune_batch(c, cutoff, batch))
-            .await
-    }
-
-    /// A consistent copy at `dest` (one read transaction, so one moment).
-    pub async fn backup(&self, dest: PathBuf) -> Result<(), StoreError> {
-        self.read_raw(move |c| maintenance::backup(c, &dest)).await
     }
 
     /// Makes every commit fail (test builds only).

@@ -39,12 +39,14 @@ fn view(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReviewView> {
 pub(super) fn list(
     conn: &Connection,
     state: Option<Review>,
+    before: i64,
     limit: i64,
 ) -> rusqlite::Result<Vec<ReviewView>> {
     conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM fraud_reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC LIMIT ?2"
+        "SELECT {COLUMNS} FROM fraud_reviews WHERE (?1 IS NULL OR state = ?1) AND id < ?3
+         ORDER BY id DESC LIMIT ?2"
     ))?
-    .query_map(params![state, limit], view)?
+    .query_map(params![state, limit, before], view)?
     .collect()
 }
 
