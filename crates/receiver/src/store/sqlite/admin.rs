@@ -434,7 +434,7 @@ mod tests {
     #[test]
     fn listings_read_what_they_show() {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = super::super::open_connection(&dir.path().join("l.db")).unwrap();
+        let mut conn = super::super::files::open_connection(&dir.path().join("l.db")).unwrap();
         super::super::migrations::migrate(&mut conn).unwrap();
         let (done, dead) = (JobState::Done as i64, JobState::Dead as i64);
         let (delivered, pending) = (EventState::Delivered as i64, EventState::Pending as i64);

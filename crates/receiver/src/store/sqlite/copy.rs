@@ -8,7 +8,8 @@ use rusqlite::Connection;
 use rusqlite::types::{Value, ValueRef};
 use tokio::sync::mpsc;
 
-use super::{migrations, open_connection, take_ownership};
+use super::files::{open_connection, take_ownership};
+use super::migrations;
 use crate::store::StoreError;
 use crate::store::tables::{BATCH, Cell, Table, unfit};
 

@@ -187,7 +187,7 @@ mod tests {
     fn pruning_deliveries_seeks_and_never_scans_the_jobs() {
         // Opened as the store opens its connections (foreign keys off).
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = super::super::open_connection(&dir.path().join("p.db")).unwrap();
+        let mut conn = super::super::files::open_connection(&dir.path().join("p.db")).unwrap();
         super::super::migrations::migrate(&mut conn).unwrap();
         let plan: Vec<String> = conn
             .prepare(&format!("EXPLAIN QUERY PLAN {PRUNE_DELIVERIES}"))
@@ -210,7 +210,7 @@ mod tests {
     #[test]
     fn a_pass_with_nothing_old_reads_almost_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = super::super::open_connection(&dir.path().join("p.db")).unwrap();
+        let mut conn = super::super::files::open_connection(&dir.path().join("p.db")).unwrap();
         super::super::migrations::migrate(&mut conn).unwrap();
         let (now, cutoff) = (2_000_000_000_000_i64, 1_000_000_000_000_i64);
         let (done, delivered) = (JobState::Done as i64, EventState::Delivered as i64);

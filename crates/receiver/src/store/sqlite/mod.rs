@@ -22,6 +22,8 @@ mod decisions;
 mod deliveries;
 mod destinations;
 mod events;
+mod files;
+mod inspect;
 mod jobs;
 mod maintenance;
 mod migrations;
@@ -37,20 +39,18 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use tokio::sync::Notify;
 
 use super::StoreError;
 use super::model::{
     FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting, Take,
 };
-use super::views::{
-    Answer, DeliveryDetail, DeliveryFilter, DeliverySummary, EventDetail, EventSummary, Health,
-    JobDetail, JobSummary, MetricsSnapshot, OrderView, ReviewView,
-};
+use super::views::{Answer, ReviewView};
 use crate::clock::unix_ms_now;
 use crate::domain::verdict::DecisionRules;
-use crate::domain::{Effects, EventState, JobState, Review, ReviewSeen};
+use crate::domain::{Effects, Review, ReviewSeen};
+use files::{open_connection, take_ownership};
 use writer::Writer;
 
 impl From<rusqlite::Error> for StoreError {
@@ -310,78 +310,6 @@ impl SqliteStore {
             .await
     }
 
-    pub async fn list_deliveries(
-        &self,
-        filter: DeliveryFilter,
-    ) -> Result<Vec<DeliverySummary>, StoreError> {
-        self.read(move |c| admin::list_deliveries(c, &filter)).await
-    }
-
-    pub async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryDetail>, StoreError> {
-        self.read(move |c| admin::get_delivery(c, id)).await
-    }
-
-    pub async fn list_jobs_in(
-        &self,
-        state: JobState,
-        limit: i64,
-    ) -> Result<Vec<JobSummary>, StoreError> {
-        self.read(move |c| admin::list_jobs_in(c, state, limit))
-            .await
-    }
-
-    pub async fn get_job(&self, id: i64) -> Result<Option<JobDetail>, StoreError> {
-        self.read(move |c| admin::get_job(c, id)).await
-    }
-
-    pub async fn job_by_key(
-        &self,
-        account: String,
-        key: String,
-    ) -> Result<Option<JobSummary>, StoreError> {
-        self.read(move |c| admin::job_by_key(c, &account, &key))
-            .await
-    }
-
-    pub async fn retry_job(&self, id: i64, now: i64) -> Result<bool, StoreError> {
-        self.write(move |c| admin::retry_job(c, id, now)).await
-    }
-
-    pub async fn retry_dead_jobs(&self, now: i64) -> Result<usize, StoreError> {
-        self.write(move |c| admin::retry_dead_jobs(c, now)).await
-    }
-
-    pub async fn get_order(
-        &self,
-        account: String,
-        order: String,
-    ) -> Result<Option<OrderView>, StoreError> {
-        self.read(move |c| order_reads::get_order(c, &account, &order))
-            .await
-    }
-
-    pub async fn list_events(
-        &self,
-        event_type: Option<String>,
-        state: Option<EventState>,
-        limit: usize,
-    ) -> Result<Vec<EventSummary>, StoreError> {
-        self.read(move |c| admin::list_events(c, event_type.as_deref(), state, limit))
-            .await
-    }
-
-    pub async fn get_event(&self, id: String) -> Result<Option<EventDetail>, StoreError> {
-        self.read(move |c| admin::get_event(c, &id)).await
-    }
-
-    pub async fn health(&self) -> Result<Health, StoreError> {
-        self.read(admin::health).await
-    }
-
-    pub async fn metrics_snapshot(&self, now: i64) -> Result<MetricsSnapshot, StoreError> {
-        self.read(move |c| admin::metrics_snapshot(c, now)).await
-    }
-
     /// Makes every commit fail (test builds only).
     #[cfg(feature = "fault-injection")]
     pub fn fail_commits(&self, fail: bool) {
@@ -491,84 +419,6 @@ impl SqliteStore {
             }
         })
         .await;
-    }
-}
-
-/// Locks `{path}.lock` for this process, so that a second server on the
-/// same file refuses to start instead of releasing the first one's leases.
-/// The lock goes with the process, however it ends.
-fn take_ownership(path: &Path) -> Result<std::fs::File, StoreError> {
-    let mut lock_path = path.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let lock_path = PathBuf::from(lock_path);
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&lock_path)
-        .map_err(|source| StoreError::Io {
-            context: format!("cannot open {}", lock_path.display()),
-            source,
-        })?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
-            path: path.display().to_string(),
-        }),
-        Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Io {
-            context: format!("cannot lock {}", lock_path.display()),
-            source,
-        }),
-    }
-}
-
-/// Opens a connection with the settings every connection needs.
-fn open_connection(path: &Path) -> Result<Connection, StoreError> {
-    let open_failed = |message: String| StoreError::Open {
-        target: path.display().to_string(),
-        message,
-    };
-    let open_err = |e: rusqlite::Error| open_failed(e.to_string());
-    create_private(path).map_err(|e| open_failed(e.to_string()))?;
-    let vfs = wal_gather::name().map_err(open_failed)?;
-    let conn = Connection::open_with_flags_and_vfs(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        vfs,
-    )
-    .map_err(open_err)?;
-    conn.pragma_update(None, "journal_mode", "wal")
-        .map_err(open_err)?;
-    conn.pragma_update(None, "synchronous", "full")
-        .map_err(open_err)?;
-    // The schema's one foreign key (a job's input delivery) is kept by
-    // pruning itself, as on PostgreSQL. Enforced, it would cost a lookup on
-    // every job written and a scan of every job for each delivery deleted.
-    conn.pragma_update(None, "foreign_keys", "off")
-        .map_err(open_err)?;
-    conn.busy_timeout(Duration::from_secs(5))
-        .map_err(open_err)?;
-    Ok(conn)
-}
-
-/// Creates the database file, readable by its owner only, unless it
-/// exists. It holds every body and header received; SQLite gives its
-/// `-wal` and `-shm` files the database file's mode.
-fn create_private(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
     }
 }
 
