@@ -6,6 +6,7 @@
 //! One sweeper runs per deployment: each pass takes `Store::lead` first
 //! (always granted on SQLite; an advisory lock on PostgreSQL).
 
+mod change;
 mod pass;
 
 use std::collections::HashMap;
