@@ -9,6 +9,7 @@ mod platform;
 #[path = "../sdk/runner.rs"]
 mod runner;
 
+mod alerter;
 mod alerts;
 mod cli;
 mod coalescing;

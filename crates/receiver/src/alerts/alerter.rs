@@ -102,8 +102,8 @@ impl Alerter {
         }
     }
 
-    /// Starts every channel's task, then runs a round now and every
-    /// interval, until `stop`.
+    /// Starts every channel's task, then runs a round every interval,
+    /// until `stop`.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         let shared = outlet::Shared {
             store: self.store.clone(),
@@ -120,7 +120,12 @@ impl Alerter {
             channels = %self.outlets.iter().map(|o| o.describe.as_str()).collect::<Vec<_>>().join(", "),
             "alerts on"
         );
-        let mut every = tokio::time::interval(self.settings.interval);
+        // The first round one interval after start, as every other: what
+        // stood at a restart is in the store, told already or not.
+        let mut every = tokio::time::interval_at(
+            tokio::time::Instant::now() + self.settings.interval,
+            self.settings.interval,
+        );
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

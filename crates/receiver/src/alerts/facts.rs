@@ -90,7 +90,7 @@ pub async fn read(
 
 fn cut(text: &str) -> String {
     match text.char_indices().nth(TEXT) {
-        Some((at, _)) => format!("{}…", &text[..at]),
+        Some((at, _)) => format!("{}...", &text[..at]),
         None => text.to_string(),
     }
 }
@@ -169,7 +169,7 @@ fn destination(d: &DestinationView, now: i64) -> DestinationFacts {
 mod tests {
     #[test]
     fn outside_text_is_cut_and_paths_are_encoded() {
-        assert_eq!(super::cut(&"é".repeat(300)).chars().count(), 201);
+        assert_eq!(super::cut(&"é".repeat(300)).chars().count(), 203);
         assert_eq!(super::cut("short"), "short");
         assert_eq!(
             super::order_path("shop a", "12/../x"),

@@ -259,7 +259,13 @@ fn opening(incidents: &[Incident]) -> Message {
     let kind = incidents[0].kind;
     let text = match incidents {
         [one] => format!("{}: {}", title(kind), one.text),
-        many => format!("{} {}: {} …", many.len(), title(kind), many[0].text),
+        many => format!(
+            "{} {}: {} (and {} more)",
+            many.len(),
+            title(kind),
+            many[0].text,
+            many.len() - 1
+        ),
     };
     Message {
         kind,
