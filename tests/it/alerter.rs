@@ -553,3 +553,50 @@ async fn alerts_test_sends_to_every_channel_and_says_how_each_went() {
     assert_eq!(hooks[0]["kind"], "test");
     app.stop().await;
 }
+
+/// The Prometheus rules and the Grafana dashboard in `packaging/` name
+/// only metrics that `/metrics` exposes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_rules_and_dashboard_name_only_metrics_that_exist() {
+    let merchant = Merchant::start().await;
+    let app = spawn_app_with(TestConfig::default().extra(&merchant.config())).await;
+    assert_eq!(
+        app.post("topic=payment&id=777", &[], None).await.status(),
+        200
+    );
+    // A family shows once it has a series: one of each counter, and the
+    // store's gauges read from a store with a destination and a delivery.
+    let m = pointhook::metrics::Metrics::new();
+    m.delivery("ipn", "accepted");
+    m.acked_in(Duration::from_millis(1));
+    m.missed("default", "payment");
+    m.reconcile_pass("ok");
+    m.alert_sent("email", "sent");
+    m.job_run("done");
+    let exposition = m.render(&app.store, unix_ms_now()).await.unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging");
+    for file in [
+        "prometheus/pointhook.rules.yml",
+        "grafana/pointhook-dashboard.json",
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let mut named = 0;
+        for (at, _) in text.match_indices("pointhook_") {
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            let family = ["_total", "_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(&name);
+            assert!(
+                exposition.contains(&format!("# TYPE {family} ")),
+                "{file} names {name}, which /metrics does not have"
+            );
+            named += 1;
+        }
+        assert!(named > 10, "{file} names {named} metrics");
+    }
+    app.stop().await;
+}
