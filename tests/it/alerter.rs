@@ -10,10 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use pointhook::clock::{ManualClock, unix_ms_now};
 use pointhook::domain::AuditOutcome;
-use serde_json::Value;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::alerting::*;
 use crate::backends::Backend;
 use crate::console::Browser;
 use crate::helpers::*;
@@ -28,99 +26,8 @@ on_both_backends!(
     storage_not_taking_writes_is_told_by_the_instance_that_sees_it,
 );
 
-const TOKEN: &str = "admin-secret-for-the-alerter-tests";
-const PUBLIC: &str = "https://ph.shop.example:8081";
 const ORDER: &str = "4945357007";
 const PAYMENT: &str = "23064274473";
-
-/// A chat tool's incoming webhook: takes every POST to `/hook`.
-struct Hook {
-    server: MockServer,
-}
-
-impl Hook {
-    async fn start() -> Hook {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/hook"))
-            .respond_with(ResponseTemplate::new(200))
-            .mount(&server)
-            .await;
-        Hook { server }
-    }
-
-    fn url(&self) -> String {
-        format!("{}/hook", self.server.uri())
-    }
-
-    async fn messages(&self) -> Vec<Value> {
-        self.server
-            .received_requests()
-            .await
-            .unwrap_or_default()
-            .iter()
-            .map(|r| serde_json::from_slice(&r.body).unwrap())
-            .collect()
-    }
-}
-
-/// Both channels: e-mail through `smtp_port`, and the hook.
-fn channels(smtp_port: u16, hook: &Hook, rules: &str) -> String {
-    format!(
-        "[[alerts]]\nkind = \"email\"\nto = [\"ops@shop.example\"]\n\
-         [[alerts]]\nkind = \"webhook\"\nurl = \"{}\"\n\
-         [smtp]\nhost = \"127.0.0.1\"\nport = {smtp_port}\nstarttls = false\n\
-         from = \"pointhook@shop.example\"\n\
-         [alert_rules]\ncheck_interval_secs = 3600\n{rules}\n",
-        hook.url()
-    )
-}
-
-/// An app that tells both channels, with an admin listener whose public
-/// address the messages link to.
-async fn alerting(tc: TestConfig, smtp_port: u16, hook: &Hook, rules: &str) -> TestApp {
-    spawn_app_with(TestConfig {
-        admin_token: Some(TOKEN.into()),
-        admin: format!("public_url = \"{PUBLIC}\"\nsession_idle_secs = 100000000"),
-        ..tc.extra(&channels(smtp_port, hook, rules))
-    })
-    .await
-}
-
-/// Messages handed to the channels by one round.
-async fn round(app: &TestApp) -> usize {
-    app.alerter
-        .as_ref()
-        .expect("[[alerts]]")
-        .round()
-        .await
-        .messages
-}
-
-/// Waits until the SMTP server holds `n` mails and the hook `n` messages.
-async fn told(smtp: &SmtpServer, hook: &Hook, n: usize) -> (Vec<String>, Vec<Value>) {
-    wait_for(&format!("{n} message(s) on both channels"), async || {
-        smtp.mails().len() >= n && hook.messages().await.len() >= n
-    })
-    .await;
-    let (mails, messages) = (smtp.mails(), hook.messages().await);
-    assert_eq!((mails.len(), messages.len()), (n, n), "{messages:?}");
-    (mails, messages)
-}
-
-/// Waits until the audit holds `n` sends by the alerts, all ended as
-/// `outcome`.
-async fn audited(app: &TestApp, n: i64, outcome: AuditOutcome) {
-    let sql = format!(
-        "SELECT count(*) FROM audit WHERE actor = 'alerts' AND outcome = {}",
-        outcome as i16
-    );
-    wait_for(&format!("{n} alert(s) audited"), async || {
-        app.count(&sql) >= n
-    })
-    .await;
-    assert_eq!(app.count(&sql), n);
-}
 
 async fn a_held_fraud_review_is_told_once_on_both_channels_then_resolved() {
     let (smtp, hook, api) = (
@@ -170,13 +77,16 @@ async fn a_held_fraud_review_is_told_once_on_both_channels_then_resolved() {
     assert_eq!(
         metric(
             &app,
-            TOKEN,
+            ADMIN_TOKEN,
             "pointhook_attention_items{kind=\"fraud_review_held\"}"
         )
         .await,
         1
     );
-    assert_eq!(metric(&app, TOKEN, "pointhook_fraud_reviews_held").await, 1);
+    assert_eq!(
+        metric(&app, ADMIN_TOKEN, "pointhook_fraud_reviews_held").await,
+        1
+    );
     // Once per incident, however many rounds see it.
     assert_eq!(round(&app).await, 0);
     clock.advance(Duration::from_secs(600));
@@ -274,7 +184,12 @@ async fn five_jobs_dying_of_one_cause_are_one_message_and_one_resolution() {
     clock.advance(Duration::from_secs(120));
     assert_eq!(round(&app).await, 0, "once, past the digest too");
     assert_eq!(
-        metric(&app, TOKEN, "pointhook_attention_items{kind=\"dead_jobs\"}").await,
+        metric(
+            &app,
+            ADMIN_TOKEN,
+            "pointhook_attention_items{kind=\"dead_jobs\"}"
+        )
+        .await,
         5
     );
     // Retried: one resolution for the five.
@@ -334,7 +249,7 @@ async fn a_destination_failing_past_its_threshold_is_told_and_its_recovery_too()
     assert_eq!(
         metric(
             &app,
-            TOKEN,
+            ADMIN_TOKEN,
             "pointhook_destination_failing_seconds{destination=\"default\"}"
         )
         .await,
@@ -372,19 +287,6 @@ async fn a_destination_failing_past_its_threshold_is_told_and_its_recovery_too()
     assert!(!html.contains("Destinations that need you"), "{html}");
     audited(&app, 4, AuditOutcome::Done).await;
     app.stop().await;
-}
-
-/// An SMTP server that accepts connections and never says a word.
-async fn dead_smtp() -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            held.push(stream);
-        }
-    });
-    port
 }
 
 async fn a_dead_smtp_server_delays_nothing() {
@@ -511,92 +413,4 @@ async fn several_instances_tell_once() {
     assert_eq!(round(&a).await + round(&b).await, 0);
     a.stop().await;
     b.stop().await;
-}
-
-/// `pointhook alerts test` through the real binary: every channel told,
-/// each said ok or why not, and the command fails when one did.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn alerts_test_sends_to_every_channel_and_says_how_each_went() {
-    let (smtp, hook) = (SmtpServer::start().await, Hook::start().await);
-    // Nothing listens on port 9 of loopback.
-    let dead = "[[alerts]]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:9/hook\"\n";
-    let app = alerting(TestConfig::default().extra(dead), smtp.port, &hook, "").await;
-    let (ok, out, err) = cli_async(&app, &["alerts", "test"]).await;
-    assert!(!ok, "one channel failed: {out}{err}");
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 3, "{out}");
-    assert!(
-        lines[0].starts_with(
-            "failed webhook http://127.0.0.1:9/…: the alert webhook cannot be reached"
-        ),
-        "{out}"
-    );
-    assert_eq!(
-        lines[1],
-        format!(
-            "ok     e-mail to ops@shop.example via 127.0.0.1:{}",
-            smtp.port
-        )
-    );
-    assert!(
-        lines[2].starts_with("ok     webhook http://127.0.0.1:"),
-        "{out}"
-    );
-    assert!(
-        !out.contains("/hook"),
-        "a webhook URL's path is never shown: {out}"
-    );
-    assert!(err.contains("1 of 3 channel(s) failed"), "{err}");
-    let (mails, hooks) = told(&smtp, &hook, 1).await;
-    assert!(mails[0].contains("pointhook test message"), "{}", mails[0]);
-    assert!(mails[0].contains(&format!("{PUBLIC}/")), "{}", mails[0]);
-    assert_eq!(hooks[0]["kind"], "test");
-    app.stop().await;
-}
-
-/// The Prometheus rules and the Grafana dashboard in `packaging/` name
-/// only metrics that `/metrics` exposes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_shipped_rules_and_dashboard_name_only_metrics_that_exist() {
-    let merchant = Merchant::start().await;
-    let app = spawn_app_with(TestConfig::default().extra(&merchant.config())).await;
-    assert_eq!(
-        app.post("topic=payment&id=777", &[], None).await.status(),
-        200
-    );
-    // A family shows once it has a series: one of each counter, and the
-    // store's gauges read from a store with a destination and a delivery.
-    let m = pointhook::metrics::Metrics::new();
-    m.delivery("ipn", "accepted");
-    m.acked_in(Duration::from_millis(1));
-    m.missed("default", "payment");
-    m.reconcile_pass("ok");
-    m.alert_sent("email", "sent");
-    m.job_run("done");
-    let exposition = m.render(&app.store, unix_ms_now()).await.unwrap();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging");
-    for file in [
-        "prometheus/pointhook.rules.yml",
-        "grafana/pointhook-dashboard.json",
-    ] {
-        let text = std::fs::read_to_string(root.join(file)).unwrap();
-        let mut named = 0;
-        for (at, _) in text.match_indices("pointhook_") {
-            let name: String = text[at..]
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                .collect();
-            let family = ["_total", "_bucket", "_sum", "_count"]
-                .iter()
-                .find_map(|s| name.strip_suffix(s))
-                .unwrap_or(&name);
-            assert!(
-                exposition.contains(&format!("# TYPE {family} ")),
-                "{file} names {name}, which /metrics does not have"
-            );
-            named += 1;
-        }
-        assert!(named > 10, "{file} names {named} metrics");
-    }
-    app.stop().await;
 }

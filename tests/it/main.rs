@@ -10,6 +10,7 @@ mod platform;
 mod runner;
 
 mod alerter;
+mod alerting;
 mod alerts;
 mod cli;
 mod coalescing;
@@ -27,6 +28,7 @@ mod fraud;
 mod ingest;
 mod limits;
 mod missed;
+mod monitoring;
 mod operations;
 mod operator;
 mod operator_cli;
