@@ -327,6 +327,11 @@ async fn a_dead_smtp_server_delays_nothing() {
     // ...and a notification is still acknowledged at once.
     let res = app.post("topic=payment&id=777", &[], None).await;
     assert_eq!(res.status(), 200);
+    // The admin API's inbox lists it too.
+    let (status, inbox) = app.admin("GET", "/api/inbox", ADMIN_TOKEN).await;
+    assert_eq!(status, 200);
+    assert_eq!(inbox["destinations"][0]["name"], "default");
+    assert_eq!(inbox["destinations"][0]["state"], "disabled");
     // A person enables it in the console: the webhook hears it resolved.
     crate::console::with_operator(&app, "ana").await;
     let mut b = Browser::new(&app);

@@ -29,7 +29,7 @@ pub async fn read(
     expect: &[(String, Duration)],
     heard: &LastHeard,
 ) -> Result<(Facts, Vec<AlertKind>), StoreError> {
-    let inbox = store.inbox(LISTED).await?;
+    let inbox = store.inbox(LISTED, now).await?;
     let mut cut_short = Vec::new();
     for (kind, n, bound) in [
         (AlertKind::FraudReviewHeld, inbox.reviews.len(), LISTED),

@@ -38,11 +38,6 @@ impl DestinationsPage {
     }
 }
 
-/// Needs a person: disabled, or every attempt failing.
-pub fn needs_you(d: &DestinationView) -> bool {
-    d.state == "disabled" || d.failing_since.is_some()
-}
-
 pub async fn list(
     State(s): State<super::Shared>,
     Extension(op): Extension<Operator>,

@@ -68,14 +68,7 @@ pub async fn page(
     Query(d): Query<Done>,
 ) -> Result<Response, HtmlError> {
     let chrome = Chrome::new(&s, &op, "inbox", d.done).await?;
-    let inbox = s.store.inbox(SHOWN).await?;
-    let destinations: Vec<DestinationView> = s
-        .store
-        .destinations(s.now())
-        .await?
-        .into_iter()
-        .filter(super::destinations::needs_you)
-        .collect();
+    let inbox = s.store.inbox(SHOWN, s.now()).await?;
     let (mismatches, dead): (Vec<_>, Vec<_>) = inbox.dead_jobs.into_iter().partition(is_mismatch);
     let groups = group(dead);
     let reviews: Vec<ReviewItem> = inbox
@@ -93,7 +86,7 @@ pub async fn page(
         && groups.is_empty()
         && inbox.dead_events.is_empty()
         && inbox.missed.is_empty()
-        && destinations.is_empty();
+        && inbox.destinations.is_empty();
     Ok(render(&InboxPage {
         chrome,
         reviews,
@@ -103,7 +96,7 @@ pub async fn page(
         groups,
         dead_events: inbox.dead_events,
         missed: inbox.missed,
-        destinations,
+        destinations: inbox.destinations,
         empty,
     }))
 }
