@@ -24,6 +24,7 @@ on_both_backends!(
     a_destination_failing_past_its_threshold_is_told_and_its_recovery_too,
     a_dead_smtp_server_delays_nothing,
     storage_not_taking_writes_is_told_by_the_instance_that_sees_it,
+    a_platform_gone_silent_is_told_and_its_next_notification_resolves_it,
 );
 
 const ORDER: &str = "4945357007";
@@ -418,4 +419,60 @@ async fn several_instances_tell_once() {
     assert_eq!(round(&a).await + round(&b).await, 0);
     a.stop().await;
     b.stop().await;
+}
+
+async fn a_platform_gone_silent_is_told_and_its_next_notification_resolves_it() {
+    let (smtp, hook) = (SmtpServer::start().await, Hook::start().await);
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let app = alerting(
+        TestConfig {
+            accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n\
+                       expect_notifications_within_secs = 3600\n\
+                       [[accounts]]\nname = \"quiet\"\naccess_token = \"tok\"\n\
+                       expect_notifications_within_secs = 3600\n"
+                .into(),
+            ..TestConfig::default().clock(clock.clone())
+        },
+        smtp.port,
+        &hook,
+        "",
+    )
+    .await;
+    assert_eq!(
+        app.post("topic=payment&id=777", &[], None).await.status(),
+        200
+    );
+    clock.advance(Duration::from_secs(3000));
+    assert_eq!(round(&app).await, 0, "heard within the hour");
+    clock.advance(Duration::from_secs(700));
+    assert_eq!(
+        round(&app).await,
+        1,
+        "default is silent; quiet never heard anything, so is not"
+    );
+    let (_, hooks) = told(&smtp, &hook, 1).await;
+    assert_eq!(hooks[0]["kind"], "platform_silent");
+    assert_eq!(
+        hooks[0]["text"],
+        "platform silent: account default has heard nothing from the platform for 61 minutes"
+    );
+    assert_eq!(
+        metric(
+            &app,
+            ADMIN_TOKEN,
+            "pointhook_seconds_since_last_notification{account=\"default\"}"
+        )
+        .await,
+        3700
+    );
+    assert_eq!(round(&app).await, 0);
+    // The next notification, read since the last look: resolved.
+    assert_eq!(
+        app.post("topic=payment&id=778", &[], None).await.status(),
+        200
+    );
+    assert_eq!(round(&app).await, 1);
+    let (_, hooks) = told(&smtp, &hook, 2).await;
+    assert_eq!(hooks[1]["severity"], "info");
+    app.stop().await;
 }
