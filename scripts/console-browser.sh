@@ -52,6 +52,10 @@ listen = "$admin"
 token = "$admin_token"
 [reconcile]
 enabled = false
+# A destination nothing answers: it fails, so the inbox lists it.
+[fulfillment]
+url = "http://127.0.0.1:9/events"
+unsigned = true
 [[accounts]]
 name = "default"
 access_token = "$token"

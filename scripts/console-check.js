@@ -81,11 +81,19 @@ async function noSideways(page, path) {
 
   // No page scrolls sideways on a phone.
   for (const path of ['/', `/orders/${order1}`, '/orders?state=blocked', '/deliveries', '/jobs',
-                      '/jobs?state=done', '/events', '/audit', '/health', `/search?q=${pay1}`]) {
+                      '/jobs?state=done', '/events', '/audit', '/health', `/search?q=${pay1}`,
+                      '/destinations', '/destinations/default']) {
     await noSideways(page, path);
   }
   await page.goto(`${base}/health`);
   await page.screenshot({ path: `${shots}/health.png`, fullPage: true });
+
+  // The destination nothing answers is in the inbox, failing.
+  await page.goto(`${base}/`);
+  const dest = await page.locator('#destinations').textContent();
+  check(dest.includes('Destinations that need you'), `the inbox has no destinations: ${dest}`);
+  await page.goto(`${base}/destinations/default`);
+  await page.screenshot({ path: `${shots}/destination.png`, fullPage: true });
 
   // An action without the session's CSRF token is refused.
   const forged = await page.request.post(`${base}/jobs/1/retry`, { form: { back: '/' } });

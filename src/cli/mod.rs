@@ -10,6 +10,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
+mod alerts;
 mod client;
 mod destinations;
 mod explain;
@@ -134,6 +135,9 @@ enum Command {
     /// Who may sign in to the console: add, list, remove, reset.
     #[command(subcommand)]
     Operators(operators::Operators),
+    /// Telling a person: send a test message to every [[alerts]] channel.
+    #[command(subcommand)]
+    Alerts(alerts::Alerts),
     /// Run the local emulator of the platform (its settings file, if any,
     /// is --config).
     Sandbox(sandbox::SandboxArgs),
@@ -230,6 +234,9 @@ pub fn main() -> ExitCode {
         Command::Operators(cmd) => with_store(&config, |store, _| async move {
             operators::run(&store, cmd).await
         }),
+        Command::Alerts(cmd) => {
+            load(&config).and_then(|c| Ok(runtime()?.block_on(alerts::run(c, cmd))?))
+        }
         Command::Integrator(cmd) => client::integrator(cmd).map_err(Failure::Runtime),
         Command::Payments(cmd) => client::payments(cmd).map_err(Failure::Runtime),
         Command::Notify(cmd) => client::notify(cmd).map_err(Failure::Runtime),

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use pointhook::alerts::email::{EmailChannel, SmtpSettings};
+use pointhook::alerts::email::EmailChannel;
 use pointhook::alerts::outgoing::Outgoing;
 use pointhook::alerts::webhook::WebhookChannel;
 use pointhook::alerts::{AlertError, Channel};
 use pointhook::config::Secret;
+use pointhook::config::alerts::SmtpSettings;
 use pointhook::domain::attention::{AlertKind, Message, Severity};
 
 use crate::platform::Merchant;

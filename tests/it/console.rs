@@ -24,7 +24,7 @@ on_both_backends!(
 );
 
 const TOKEN: &str = "admin-secret-for-the-console-tests";
-const PASSWORD: &str = "a long enough password";
+pub const PASSWORD: &str = "a long enough password";
 
 /// A browser without JavaScript: a session cookie and the forms' token.
 pub struct Browser {

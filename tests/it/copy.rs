@@ -1,11 +1,13 @@
 //! `pointhook copy-store`: a deployment moved from SQLite to PostgreSQL and
 //! back, row for row, through the real binary; what it refuses.
 
+use pointhook::domain::attention::{AlertKind, Incident};
 use pointhook::domain::{Action, AuditOutcome, Via};
 use pointhook::domain::{
     Decision, Effects, EventType, Guard, Kind, Mark, MerchantOrderId, OrderSeen, PaymentId, Review,
     ReviewMark, SignatureStatus, Slot, Work,
 };
+use pointhook::store::alert_views::IncidentRound;
 use pointhook::store::console_views::NewAudit;
 use pointhook::store::model::Attempted;
 use pointhook::store::{
@@ -174,6 +176,25 @@ async fn fill(location: &Location) {
         .unwrap();
     store
         .acknowledge("missed:1".into(), "ana".into(), now)
+        .await
+        .unwrap();
+    // What a person was told: one incident open and told, one resolved.
+    let incident = |key: &str| Incident {
+        kind: AlertKind::DeadJobs,
+        key: key.into(),
+        text: format!("job {key} gave up: caf\u{e9}"),
+        path: "/jobs/1".into(),
+        opened_at: now,
+        notified_at: None,
+    };
+    store
+        .record_incidents(IncidentRound {
+            now,
+            opened: vec![incident("job:1"), incident("job:2")],
+            notified: vec![(AlertKind::DeadJobs, "job:1".into())],
+            resolved: vec![(AlertKind::DeadJobs, "job:2".into())],
+            forget_before: 0,
+        })
         .await
         .unwrap();
     let events = store

@@ -150,6 +150,8 @@ pub struct TestApp {
     pub store: Store,
     pub worker: Arc<pointhook::worker::Worker>,
     pub outbox: Option<Arc<pointhook::outbox::Outbox>>,
+    /// With `[[alerts]]`: drive a round with `round()`.
+    pub alerter: Option<Arc<pointhook::alerts::alerter::Alerter>>,
     pub client: reqwest::Client,
     pub shutdown: CancellationToken,
     pub task: JoinHandle<anyhow::Result<()>>,
@@ -237,6 +239,7 @@ pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
     let store = app.store().clone();
     let worker = app.worker();
     let outbox = app.outbox();
+    let alerter = app.alerter();
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(app.run(shutdown.clone()));
     TestApp {
@@ -249,6 +252,7 @@ pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
         store,
         worker,
         outbox,
+        alerter,
         client: client(),
         shutdown,
         task,

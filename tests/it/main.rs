@@ -9,6 +9,8 @@ mod platform;
 #[path = "../sdk/runner.rs"]
 mod runner;
 
+mod alerter;
+mod alerting;
 mod alerts;
 mod cli;
 mod coalescing;
@@ -26,6 +28,7 @@ mod fraud;
 mod ingest;
 mod limits;
 mod missed;
+mod monitoring;
 mod operations;
 mod operator;
 mod operator_cli;

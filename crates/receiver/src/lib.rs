@@ -13,6 +13,7 @@
 //! - [`rules`]: the business rules, pure functions.
 //! - [`outbox`]: signed delivery of decided events to each destination.
 //! - [`reconcile`]: finds changes that came with no notification.
+//! - [`alerts`]: tells a person (e-mail, chat webhooks) what needs them.
 //! - [`actions`]: what a person may do, each recorded in the audit;
 //!   [`operators`]: who signs in to the console, and their passwords.
 //! - [`samples`]: once a minute, what the console's health charts draw.
@@ -85,6 +86,7 @@ pub struct App {
     metrics: Arc<metrics::Metrics>,
     api: Arc<ApiClient>,
     sweep: reconcile::SharedStatus,
+    alerter: Option<Arc<alerts::alerter::Alerter>>,
 }
 
 impl App {
@@ -152,6 +154,24 @@ impl App {
         let outbox = Outbox::new(store.clone(), options.clock.clone(), destinations)
             .context("cannot build the destinations' clients")?
             .map(Arc::new);
+        let alerter = match config.alerting()? {
+            Some(a) => {
+                let channels = a
+                    .channels
+                    .iter()
+                    .map(alerts::Channel::build)
+                    .collect::<Result<Vec<_>, String>>()
+                    .map_err(|e| anyhow::anyhow!("cannot set up [[alerts]]: {e}"))?;
+                Some(Arc::new(alerts::alerter::Alerter::new(
+                    store.clone(),
+                    options.clock.clone(),
+                    metrics.clone(),
+                    alerts::alerter::AlerterSettings::from_config(&a),
+                    channels,
+                )))
+            }
+            None => None,
+        };
         Ok(App {
             config,
             listener,
@@ -163,7 +183,13 @@ impl App {
             metrics,
             api,
             sweep: reconcile::SharedStatus::default(),
+            alerter,
         })
+    }
+
+    /// The alerter (with `[[alerts]]`), to drive a round at once.
+    pub fn alerter(&self) -> Option<Arc<alerts::alerter::Alerter>> {
+        self.alerter.clone()
     }
 
     /// The worker, to drive one job at a time (`Worker::run_one`) when the
@@ -203,6 +229,7 @@ impl App {
             metrics,
             api,
             sweep,
+            alerter,
         } = self;
         let accounts = config.resolve_accounts()?;
         let s = &config.server;
@@ -284,6 +311,7 @@ impl App {
             };
             tokio::spawn(sweeper.run(shutdown.clone()))
         });
+        let alerter = alerter.map(|a| tokio::spawn(a.run(shutdown.clone())));
         let sampler = tokio::spawn(
             samples::Sampler {
                 store: store.clone(),
@@ -310,7 +338,10 @@ impl App {
         let _ = watchdog.await;
         let _ = retention.await;
         let _ = sampler.await;
-        for task in [worker, outbox, sweeper, admin].into_iter().flatten() {
+        for task in [worker, outbox, sweeper, alerter, admin]
+            .into_iter()
+            .flatten()
+        {
             if let Err(e) = task.await {
                 tracing::error!(error = %e, "a background task failed");
             }

@@ -1,6 +1,11 @@
 //! Prometheus metrics (`GET /metrics` on the admin listener). Counters and
 //! histograms are updated where things happen; the gauges that describe the
-//! database (jobs by state, outbox backlog) are read from it at scrape time.
+//! database (jobs by state, outbox backlog, what needs a person:
+//! `attention.rs`) are read from it at scrape time.
+
+mod attention;
+
+pub use attention::LastHeard;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,6 +82,7 @@ pub struct Metrics {
     job_runs: Family<OutcomeLabel, Counter>,
     reconcile_passes: Family<OutcomeLabel, Counter>,
     fraud_rejected: Family<RejectedLabels, Counter>,
+    attention: attention::Gauges,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -195,7 +201,9 @@ impl Metrics {
             "Fraud alerts the API did not confirm (nothing blocked, nothing told), by account and reason",
             fraud_rejected.clone(),
         );
+        let attention = attention::Gauges::register(&mut registry);
         Metrics {
+            attention,
             registry,
             fraud_rejected,
             deliveries,
@@ -215,6 +223,17 @@ impl Metrics {
             job_runs,
             reconcile_passes,
         }
+    }
+
+    /// A message to a channel of `[[alerts]]`: sent, failed or dropped.
+    pub fn alert_sent(&self, channel: &'static str, outcome: &'static str) {
+        self.attention.alert_sent(channel, outcome);
+    }
+
+    /// Each account's last notification, shared by `/metrics` and the
+    /// alerter.
+    pub fn last_heard(&self) -> &LastHeard {
+        &self.attention.heard
     }
 
     pub fn reconcile_pass(&self, outcome: &'static str) {
@@ -310,6 +329,9 @@ impl Metrics {
                 .get_or_create(&label)
                 .set(i64::from(d.state == "disabled"));
         }
+        self.attention
+            .update(store, now_ms, &snapshot.destinations)
+            .await?;
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .map_err(|e| StoreError::Unavailable(format!("cannot encode metrics: {e}")))?;

@@ -9,19 +9,12 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use super::AlertError;
 use super::outgoing::Outgoing;
-use crate::config::Secret;
+use crate::config::alerts::SmtpSettings;
 
-/// How to reach the SMTP server.
-#[derive(Debug, Clone)]
-pub struct SmtpSettings {
-    pub host: String,
-    pub port: u16,
-    pub from: String,
-    /// Both, or neither: the password read once from its file.
-    pub credentials: Option<(String, Secret)>,
-    /// Upgrade with STARTTLS, and refuse a server that cannot.
-    pub starttls: bool,
-}
+/// lettre's own limit on each SMTP command, so that a server that accepts
+/// and never answers frees the connection; the alerter's timeout of the
+/// whole send is shorter.
+const COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 pub struct EmailChannel {
     to: Vec<Mailbox>,
@@ -51,7 +44,7 @@ impl EmailChannel {
         } else {
             AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&smtp.host)
         };
-        builder = builder.port(smtp.port);
+        builder = builder.port(smtp.port).timeout(Some(COMMAND_TIMEOUT));
         if let Some((user, password)) = &smtp.credentials {
             builder = builder.credentials(Credentials::new(
                 user.clone(),

@@ -1,15 +1,22 @@
 //! Telling a person (DESIGN section 11): the channels of `[[alerts]]`
 //! (`email.rs` through `[smtp]`, `webhook.rs` for chat tools), the message
-//! each gets (`outgoing.rs`, with a link into the console), and the
-//! alerter that reads what needs a person, asks `rules::alerts` what to
-//! tell, sends it and records it (`alerter.rs`). Sending never blocks the
-//! work: it runs on its own task, each send timed out.
+//! each gets (`outgoing.rs`, with a link into the console), what needs a
+//! person read from the store (`facts.rs`), and the alerter that asks
+//! `rules::alerts` what to tell, records it and hands it to each
+//! channel's own queue and task (`alerter.rs`, `outlet.rs`). Sending never
+//! blocks the work, nor one channel another: each send is timed out on
+//! its channel's task, and recorded in the audit.
 
+pub mod alerter;
 pub mod email;
+pub mod facts;
 pub mod outgoing;
+mod outlet;
 pub mod webhook;
 
 use outgoing::Outgoing;
+
+use crate::config::alerts::ChannelSpec;
 
 /// Why a message did not go out.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +40,26 @@ pub enum Channel {
 }
 
 impl Channel {
+    /// The channel `spec` describes; `Err` names what cannot be used.
+    pub fn build(spec: &ChannelSpec) -> Result<Channel, String> {
+        match spec {
+            ChannelSpec::Email { smtp, to } => {
+                Ok(Channel::Email(email::EmailChannel::new(smtp, to)?))
+            }
+            ChannelSpec::Webhook { url } => {
+                Ok(Channel::Webhook(webhook::WebhookChannel::new(url.clone())?))
+            }
+        }
+    }
+
+    /// `email` or `webhook`, for metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Channel::Email(_) => "email",
+            Channel::Webhook(_) => "webhook",
+        }
+    }
+
     /// What the channel is, for a person (recipients, or the URL masked).
     pub fn describe(&self) -> String {
         match self {

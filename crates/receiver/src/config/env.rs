@@ -22,6 +22,8 @@ const SECTIONS: &[&str] = &[
     "worker",
     "reconcile",
     "log",
+    "smtp",
+    "alert_rules",
 ];
 
 pub(super) fn apply_overrides(

@@ -6,6 +6,7 @@
 //! keeps it parsing.
 
 mod accounts;
+pub mod alerts;
 mod defaults;
 mod destinations;
 mod env;
@@ -65,6 +66,12 @@ pub struct Config {
     pub reconcile: ReconcileConfig,
     #[serde(default)]
     pub log: LogConfig,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<alerts::AlertConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smtp: Option<alerts::SmtpConfig>,
+    #[serde(default)]
+    pub alert_rules: alerts::AlertRulesConfig,
     /// Where relative paths start, and the secret files read so far.
     #[serde(skip)]
     files: Files,
@@ -171,6 +178,9 @@ pub struct AccountConfig {
     /// it they are held without blocking.
     #[serde(default = "defaults::fraud_blocks_per_hour")]
     pub fraud_unauthenticated_blocks_per_hour: u32,
+    /// Heard nothing from the platform this long: a person is told (0: off).
+    #[serde(default)]
+    pub expect_notifications_within_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -386,6 +396,7 @@ impl Config {
             ));
         }
         out.extend(self.destination_warnings());
+        out.extend(self.alert_warnings());
         out
     }
 

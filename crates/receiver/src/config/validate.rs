@@ -129,6 +129,7 @@ impl Config {
             check_admin_token(token)?;
         }
         self.check_destinations()?;
+        self.check_alerts()?;
         Ok(())
     }
 
@@ -139,6 +140,7 @@ impl Config {
         self.resolve_accounts()?;
         self.admin_token()?;
         self.destinations()?;
+        self.alerting()?;
         Ok(())
     }
 

@@ -4,21 +4,22 @@
 
 use strum::{EnumIter, EnumString, IntoStaticStr};
 
-/// Each kind of alert a person can be told of.
+/// Each kind of alert a person can be told of; stored as its number.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, IntoStaticStr, EnumString, EnumIter,
 )]
 #[strum(serialize_all = "snake_case")]
+#[repr(i16)]
 pub enum AlertKind {
-    FraudReviewHeld,
-    ReleasedBeforeFraudAlert,
-    OrderAtRisk,
-    DeadJobs,
-    DestinationFailing,
-    EventsWaiting,
-    MissedNotifications,
-    PlatformSilent,
-    StorageNotReady,
+    FraudReviewHeld = 1,
+    ReleasedBeforeFraudAlert = 2,
+    OrderAtRisk = 3,
+    DeadJobs = 4,
+    DestinationFailing = 5,
+    EventsWaiting = 6,
+    MissedNotifications = 7,
+    PlatformSilent = 8,
+    StorageNotReady = 9,
 }
 
 impl AlertKind {
@@ -28,6 +29,10 @@ impl AlertKind {
 
     pub fn parse(s: &str) -> Option<AlertKind> {
         s.parse().ok()
+    }
+
+    pub fn all() -> impl Iterator<Item = AlertKind> {
+        <AlertKind as strum::IntoEnumIterator>::iter()
     }
 
     /// Money or goods are at stake now.

@@ -16,6 +16,8 @@ pub enum Via {
     Cli = 2,
     /// The admin API, with the admin token.
     Api = 3,
+    /// pointhook itself, telling a person (`[[alerts]]`).
+    Alerts = 4,
 }
 
 /// What was done.
@@ -38,6 +40,8 @@ pub enum Action {
     Enable = 6,
     /// A destination's failed events sent again since a time.
     Recover = 7,
+    /// A message sent to a channel of `[[alerts]]`.
+    Alert = 8,
 }
 
 /// How an action ended.
@@ -51,7 +55,7 @@ pub enum AuditOutcome {
     Done = 1,
     /// Not done: the item does not exist or is not in a state to allow it.
     Refused = 2,
-    /// Storage failed while doing it.
+    /// Storage failed while doing it (for an alert: the channel did).
     Failed = 3,
 }
 

@@ -226,14 +226,32 @@ fn title(kind: AlertKind) -> &'static str {
     }
 }
 
-/// Where several items of a kind are listed.
+/// Items a message lists at most; the rest are counted ("and 480 more").
+pub const MAX_ITEMS: usize = 20;
+
+/// Where several items of a kind are listed: the inbox, whose dead jobs
+/// are grouped by cause with a retry-all per group.
 fn list_path(kind: AlertKind, items: &[&Incident]) -> String {
     match (kind, items) {
         (_, [one]) => one.path.clone(),
-        (AlertKind::DeadJobs, _) => "/jobs?state=dead".into(),
-        (AlertKind::FraudReviewHeld, _) => "/".into(),
+        (AlertKind::DeadJobs, _) => "/#dead-jobs".into(),
+        (AlertKind::FraudReviewHeld, _) => "/#reviews".into(),
+        (AlertKind::DestinationFailing | AlertKind::EventsWaiting, _) => "/destinations".into(),
         _ => "/".into(),
     }
+}
+
+/// The incidents' texts, at most `MAX_ITEMS` of them.
+fn items(incidents: &[&Incident]) -> Vec<String> {
+    let mut out: Vec<String> = incidents
+        .iter()
+        .take(MAX_ITEMS)
+        .map(|i| i.text.clone())
+        .collect();
+    if incidents.len() > MAX_ITEMS {
+        out.push(format!("and {} more", incidents.len() - MAX_ITEMS));
+    }
+    out
 }
 
 fn opening(incidents: &[Incident]) -> Message {
@@ -241,14 +259,20 @@ fn opening(incidents: &[Incident]) -> Message {
     let kind = incidents[0].kind;
     let text = match incidents {
         [one] => format!("{}: {}", title(kind), one.text),
-        many => format!("{} {}: {} …", many.len(), title(kind), many[0].text),
+        many => format!(
+            "{} {}: {} (and {} more)",
+            many.len(),
+            title(kind),
+            many[0].text,
+            many.len() - 1
+        ),
     };
     Message {
         kind,
         severity: kind.severity(),
         text,
         path: list_path(kind, &refs),
-        items: incidents.iter().map(|i| i.text.clone()).collect(),
+        items: items(&refs),
         keys: incidents.iter().map(|i| i.key.clone()).collect(),
         resolved: false,
     }
@@ -265,9 +289,28 @@ fn resolution(incidents: &[&Incident]) -> Message {
         severity: Severity::Info,
         text,
         path: list_path(kind, incidents),
-        items: incidents.iter().map(|i| i.text.clone()).collect(),
+        items: items(incidents),
         keys: incidents.iter().map(|i| i.key.clone()).collect(),
         resolved: true,
+    }
+}
+
+/// What a read cut short did not list still stands: an open incident of
+/// a kind in `cut_short` (its list reached the read's bound) that is not
+/// in `current` is kept, not resolved, so that a thousand dead jobs do
+/// not resolve and open again as the bound slides over them.
+pub fn carry_unlisted(current: &mut Vec<Attention>, open: &[Incident], cut_short: &[AlertKind]) {
+    let listed: HashSet<(AlertKind, String)> =
+        current.iter().map(|a| (a.kind, a.key.clone())).collect();
+    for i in open {
+        if cut_short.contains(&i.kind) && !listed.contains(&(i.kind, i.key.clone())) {
+            current.push(Attention {
+                kind: i.kind,
+                key: i.key.clone(),
+                text: i.text.clone(),
+                path: i.path.clone(),
+            });
+        }
     }
 }
 

@@ -140,10 +140,18 @@ impl Store {
         Ok(retried)
     }
 
-    /// What needs a person; `limit` bounds each kind but dead jobs.
-    pub async fn inbox(&self, limit: usize) -> Result<Inbox, StoreError> {
+    /// What needs a person; `limit` bounds each kind but dead jobs and
+    /// destinations (disabled, or every attempt failing).
+    pub async fn inbox(&self, limit: usize, now: i64) -> Result<Inbox, StoreError> {
         let limit = super::views::clamp(limit);
-        on!(self, b => b.inbox(limit).await)
+        let mut inbox = on!(self, b => b.inbox(limit).await)?;
+        inbox.destinations = self
+            .destinations(now)
+            .await?
+            .into_iter()
+            .filter(|d| d.state == "disabled" || d.failing_since.is_some())
+            .collect();
+        Ok(inbox)
     }
 
     /// A fraud review with its evidence, in any state.

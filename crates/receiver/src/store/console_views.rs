@@ -148,6 +148,8 @@ pub struct Inbox {
     pub dead_jobs: Vec<JobSummary>,
     pub dead_events: Vec<EventSummary>,
     pub missed: Vec<Missed>,
+    /// Destinations disabled, or failing every attempt.
+    pub destinations: Vec<super::views::DestinationView>,
 }
 
 /// One decision as recorded, with its event's data.

@@ -6,6 +6,7 @@
 //! invariants (ARCHITECTURE.md); `model` and `views` are what goes in and
 //! comes out, with no database type in them.
 
+pub mod alert_views;
 pub mod console_views;
 pub mod copy;
 pub mod model;
@@ -90,6 +91,9 @@ pub(crate) struct CommitHealth {
     /// success and the last failure tied when both fell in one millisecond,
     /// and the failure went unseen.
     last_failed: std::sync::atomic::AtomicBool,
+    /// When the failures that go on now began (for the alert "storage not
+    /// ready"); touched only when the outcome changes, never per commit.
+    failing_since: Mutex<Option<std::time::Instant>>,
 }
 
 impl CommitHealth {
@@ -99,8 +103,23 @@ impl CommitHealth {
     }
 
     pub fn record(&self, ok: bool) {
-        self.last_failed
-            .store(!ok, std::sync::atomic::Ordering::Relaxed);
+        let was_failing = self
+            .last_failed
+            .swap(!ok, std::sync::atomic::Ordering::Relaxed);
+        if was_failing == ok {
+            let mut since = self.failing_since.lock().unwrap_or_else(|p| p.into_inner());
+            *since = (!ok).then(std::time::Instant::now);
+        }
+    }
+
+    /// How long commits have failed with none succeeding; `None` while the
+    /// last one succeeded.
+    pub fn failing_for(&self) -> Option<Duration> {
+        if !self.failing() {
+            return None;
+        }
+        let since = *self.failing_since.lock().unwrap_or_else(|p| p.into_inner());
+        since.map(|at| at.elapsed())
     }
 }
 
@@ -117,6 +136,22 @@ mod commit_health_tests {
         assert!(h.failing(), "a failure right after a success");
         h.record(true);
         assert!(!h.failing());
+    }
+
+    #[test]
+    fn failures_are_timed_from_the_first_of_a_run() {
+        let h = CommitHealth::default();
+        assert_eq!(h.failing_for(), None);
+        h.record(false);
+        let first = h.failing_for().expect("failing");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        h.record(false);
+        assert!(
+            h.failing_for().unwrap() > first,
+            "still timed from the first"
+        );
+        h.record(true);
+        assert_eq!(h.failing_for(), None);
     }
 }
 
@@ -198,6 +233,7 @@ macro_rules! on {
 }
 
 // Their methods use `on!`, so they are declared after it.
+mod alerts;
 mod console;
 mod maintenance;
 mod outbox;

@@ -319,6 +319,21 @@ pub const TABLES: &[Table] = &[
         order_by: Some("job_id, ended_at"),
         generated_id: false,
     },
+    Table {
+        name: "incidents",
+        columns: &[
+            ("id", I64),
+            ("kind", I16),
+            ("item", Text),
+            ("text", Text),
+            ("path", Text),
+            ("opened_at", I64),
+            ("notified_at", I64),
+            ("resolved_at", I64),
+        ],
+        order_by: Some("id"),
+        generated_id: true,
+    },
 ];
 
 impl Table {

@@ -261,7 +261,7 @@ async fn review(State(s): State<Shared>, Path(text): Path<String>) -> Result<Res
 }
 
 async fn inbox(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Response> {
-    let inbox = s.store.inbox(limit(&query(raw))?).await?;
+    let inbox = s.store.inbox(limit(&query(raw))?, s.now()).await?;
     Ok(Json(inbox).into_response())
 }
 

@@ -193,3 +193,51 @@ fn money_at_stake_is_critical_and_a_resolution_is_info() {
     assert!(p.send[0].resolved);
     assert!(p.send[0].text.starts_with("resolved"));
 }
+
+#[test]
+fn a_burst_lists_twenty_items_and_counts_the_rest() {
+    let dead: Vec<Attention> = (1..=25)
+        .map(|i| item(AlertKind::DeadJobs, &format!("job:{i}")))
+        .collect();
+    let p = plan(0, &dead, &[], &HashMap::new(), &T);
+    assert_eq!(p.send.len(), 1);
+    let m = &p.send[0];
+    assert_eq!(m.keys.len(), 25, "every incident is marked told");
+    assert_eq!(m.items.len(), 21);
+    assert_eq!(m.items[20], "and 5 more");
+    assert!(m.text.starts_with("25 job(s) gave up"), "{}", m.text);
+    assert_eq!(m.path, "/#dead-jobs", "the inbox groups them by cause");
+}
+
+#[test]
+fn what_a_bounded_read_did_not_list_is_not_resolved() {
+    let open: Vec<Incident> = (1..=3)
+        .map(|i| Incident {
+            kind: AlertKind::DeadJobs,
+            key: format!("job:{i}"),
+            text: format!("job {i}"),
+            path: format!("/jobs/{i}"),
+            opened_at: 0,
+            notified_at: Some(0),
+        })
+        .chain([Incident {
+            kind: AlertKind::FraudReviewHeld,
+            key: "fraud_review:9".into(),
+            text: "review 9".into(),
+            path: "/fraud-reviews/9".into(),
+            opened_at: 0,
+            notified_at: Some(0),
+        }])
+        .collect();
+    // The read of dead jobs stopped at its bound after job 1; reviews
+    // were read whole.
+    let mut current = vec![item(AlertKind::DeadJobs, "job:1")];
+    crate::rules::alerts::carry_unlisted(&mut current, &open, &[AlertKind::DeadJobs]);
+    let p = plan(1, &current, &open, &HashMap::new(), &T);
+    assert_eq!(
+        p.resolve,
+        [(AlertKind::FraudReviewHeld, "fraud_review:9".to_string())],
+        "only what was read whole and is gone resolves"
+    );
+    assert!(p.open.is_empty());
+}

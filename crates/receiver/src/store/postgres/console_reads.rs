@@ -161,6 +161,8 @@ pub async fn inbox(c: &Client, limit: i64) -> Result<Inbox, StoreError> {
         dead_jobs,
         dead_events,
         missed,
+        // `Store::inbox` adds them, from its destinations' read.
+        destinations: Vec::new(),
     })
 }
 

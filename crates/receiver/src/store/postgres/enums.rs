@@ -7,6 +7,7 @@ use std::error::Error;
 use bytes::BytesMut;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, accepts, to_sql_checked};
 
+use crate::domain::attention::AlertKind;
 use crate::domain::{
     Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review,
     SignatureStatus, Via,
@@ -35,6 +36,7 @@ macro_rules! pg_enum {
 }
 
 pg_enum!(
+    AlertKind,
     Kind,
     JobKind,
     JobState,

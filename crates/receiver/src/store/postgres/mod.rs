@@ -14,6 +14,7 @@
 //!   advisory lock.
 //! - Migrations are applied once, under an advisory lock (`schema.rs`).
 
+mod alerts;
 mod console;
 mod console_lists;
 mod console_reads;
@@ -381,7 +382,7 @@ impl PgStore {
 
     /// The sweeper's lock, if no other instance holds it.
     pub async fn lead(&self) -> Result<Option<Leader>, StoreError> {
-        reconcile::lead(self.client().await?).await
+        reconcile::lead(self.client().await?, reconcile::SWEEPER_LOCK).await
     }
 
     /// Makes every ingest commit fail (test builds only).

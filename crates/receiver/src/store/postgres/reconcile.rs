@@ -9,7 +9,7 @@ use crate::store::StoreError;
 use crate::store::model::Sighting;
 
 /// The session lock one sweeper holds for a pass.
-const SWEEPER_LOCK: i64 = 0x7074_486d;
+pub const SWEEPER_LOCK: i64 = 0x7074_486d;
 
 pub async fn known(c: &Client, account: &str, s: &Sighting) -> Result<bool, StoreError> {
     Ok(c.query_one(
@@ -50,24 +50,25 @@ pub async fn missed_since(c: &Client, since: i64) -> Result<u64, StoreError> {
     Ok(n.max(0) as u64)
 }
 
-/// Holds the sweeper's lock on a connection of its own until released.
-/// Dropped without `release` (a pass that panicked or was cancelled), the
-/// connection is closed rather than pooled, and the lock goes with it.
-pub struct Leader(Option<Object>);
+/// Holds a once-per-cluster lock (the sweeper's, the alerter's) on a
+/// connection of its own until released. Dropped without `release` (a
+/// pass that panicked or was cancelled), the connection is closed rather
+/// than pooled, and the lock goes with it.
+pub struct Leader(Option<Object>, i64);
 
-pub async fn lead(client: Object) -> Result<Option<Leader>, StoreError> {
+pub async fn lead(client: Object, lock: i64) -> Result<Option<Leader>, StoreError> {
     let ours: bool = client
-        .query_one("SELECT pg_try_advisory_lock($1)", &[&SWEEPER_LOCK])
+        .query_one("SELECT pg_try_advisory_lock($1)", &[&lock])
         .await?
         .try_get(0)?;
-    Ok(ours.then(|| Leader(Some(client))))
+    Ok(ours.then(|| Leader(Some(client), lock)))
 }
 
 impl Leader {
     pub async fn release(mut self) {
         if let Some(client) = self.0.take()
             && client
-                .execute("SELECT pg_advisory_unlock($1)", &[&SWEEPER_LOCK])
+                .execute("SELECT pg_advisory_unlock($1)", &[&self.1])
                 .await
                 .is_err()
         {

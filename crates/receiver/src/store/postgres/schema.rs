@@ -350,6 +350,21 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX events_reference ON events (((body::jsonb -> 'data') ->> 'external_reference'))
         WHERE ((body::jsonb -> 'data') ->> 'external_reference') IS NOT NULL;
     "#,
+    // 9: what a person was told (as SQLite's 13).
+    r#"
+    CREATE TABLE incidents (
+        id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        kind        SMALLINT NOT NULL,   -- domain::attention::AlertKind
+        item        TEXT     NOT NULL,
+        text        TEXT     NOT NULL,
+        path        TEXT     NOT NULL,
+        opened_at   BIGINT   NOT NULL,
+        notified_at BIGINT,
+        resolved_at BIGINT
+    );
+    CREATE UNIQUE INDEX incidents_open ON incidents (kind, item) WHERE resolved_at IS NULL;
+    CREATE INDEX incidents_resolved ON incidents (resolved_at) WHERE resolved_at IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -94,6 +94,8 @@ pub(super) fn inbox(c: &Connection, limit: i64) -> rusqlite::Result<Inbox> {
         dead_jobs,
         dead_events,
         missed,
+        // `Store::inbox` adds them, from its destinations' read.
+        destinations: Vec::new(),
     })
 }
 

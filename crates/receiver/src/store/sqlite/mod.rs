@@ -13,6 +13,7 @@
 //! waits for the server's writer for up to 5 seconds.
 
 pub(super) mod admin;
+mod alerts;
 mod console;
 mod console_lists;
 mod console_reads;

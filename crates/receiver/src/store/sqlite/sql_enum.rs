@@ -2,6 +2,7 @@
 //! is stored as its number, and an unknown number read back is an error,
 //! not a guess.
 
+use crate::domain::attention::AlertKind;
 use crate::domain::{
     Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review,
     SignatureStatus, Via,
@@ -31,6 +32,7 @@ macro_rules! sql_enum {
 }
 
 sql_enum!(
+    AlertKind,
     Kind,
     JobKind,
     JobState,

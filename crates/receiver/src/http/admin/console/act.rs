@@ -131,7 +131,7 @@ pub async fn retry_group(
     Form(f): Form<GroupForm>,
 ) -> Result<Response, HtmlError> {
     check(&op, &f.csrf)?;
-    let dead = s.store.inbox(1).await?.dead_jobs;
+    let dead = s.store.inbox(1, s.now()).await?.dead_jobs;
     let ids: Vec<i64> = inbox::group(
         dead.into_iter()
             .filter(|j| !inbox::is_mismatch(j))

@@ -2,6 +2,7 @@
 //! its decision on the spot. Dead jobs come grouped by cause: the kind of
 //! error, the endpoint it names and the hour the job died, so a platform
 //! outage that killed 500 jobs is one line with one "retry all".
+//! Destinations disabled or failing come last, with enable and recover.
 
 use askama::Template;
 use axum::Extension;
@@ -12,6 +13,7 @@ use super::super::session::Operator;
 use super::{Chrome, Done};
 use crate::actions::{Consequence, consequence};
 use crate::http::admin::html::{HtmlError, render};
+use crate::store::DestinationView;
 use crate::store::console_views::{Flagged, Missed, ReviewDetail};
 use crate::store::views::{EventSummary, JobSummary};
 
@@ -56,6 +58,7 @@ struct InboxPage {
     groups: Vec<Group>,
     dead_events: Vec<EventSummary>,
     missed: Vec<Missed>,
+    destinations: Vec<DestinationView>,
     empty: bool,
 }
 
@@ -65,7 +68,7 @@ pub async fn page(
     Query(d): Query<Done>,
 ) -> Result<Response, HtmlError> {
     let chrome = Chrome::new(&s, &op, "inbox", d.done).await?;
-    let inbox = s.store.inbox(SHOWN).await?;
+    let inbox = s.store.inbox(SHOWN, s.now()).await?;
     let (mismatches, dead): (Vec<_>, Vec<_>) = inbox.dead_jobs.into_iter().partition(is_mismatch);
     let groups = group(dead);
     let reviews: Vec<ReviewItem> = inbox
@@ -82,7 +85,8 @@ pub async fn page(
         && mismatches.is_empty()
         && groups.is_empty()
         && inbox.dead_events.is_empty()
-        && inbox.missed.is_empty();
+        && inbox.missed.is_empty()
+        && inbox.destinations.is_empty();
     Ok(render(&InboxPage {
         chrome,
         reviews,
@@ -92,6 +96,7 @@ pub async fn page(
         groups,
         dead_events: inbox.dead_events,
         missed: inbox.missed,
+        destinations: inbox.destinations,
         empty,
     }))
 }

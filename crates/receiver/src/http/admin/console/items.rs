@@ -39,7 +39,7 @@ fn next_link(pairs: &[(&str, Option<String>)], cursor: &str, name: &str) -> Stri
     format!("?{}", q.finish())
 }
 
-async fn audit_of(s: &super::Shared, item: String) -> Result<Vec<AuditView>, HtmlError> {
+pub(super) async fn audit_of(s: &super::Shared, item: String) -> Result<Vec<AuditView>, HtmlError> {
     Ok(s.store
         .audit(AuditFilter {
             item: Some(item),

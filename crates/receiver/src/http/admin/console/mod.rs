@@ -9,10 +9,12 @@
 //! - `orders.rs`: `/orders`, `/orders/{id}` (the timeline), `/search`.
 //! - `items.rs`: lists and pages of deliveries, jobs, events, reviews, the audit.
 //! - `act.rs`: the actions.
+//! - `destinations.rs`: `/destinations`, enable and recover.
 //! - `health.rs`, `charts.rs`: `/health` and its SVG charts.
 
 mod act;
 mod charts;
+mod destinations;
 mod health;
 mod inbox;
 mod items;
@@ -46,6 +48,10 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/events/{id}", get(items::event))
         .route("/fraud-reviews/{id}", get(items::review))
         .route("/audit", get(items::audit))
+        .route("/destinations", get(destinations::list))
+        .route("/destinations/{name}", get(destinations::page))
+        .route("/destinations/{name}/enable", post(destinations::enable))
+        .route("/destinations/{name}/recover", post(destinations::recover))
         .route("/health", get(health::page))
         .route("/logout", post(session::logout))
         .route("/fraud-reviews/{id}/confirm", post(act::confirm))
@@ -111,13 +117,14 @@ impl Chrome {
     }
 
     /// The navigation: `(path, label, section)`.
-    pub fn nav(&self) -> [(&'static str, &'static str, &'static str); 7] {
+    pub fn nav(&self) -> [(&'static str, &'static str, &'static str); 8] {
         [
             ("/", "Needs you", "inbox"),
             ("/orders", "Orders", "orders"),
             ("/deliveries", "Deliveries", "deliveries"),
             ("/jobs", "Jobs", "jobs"),
             ("/events", "Events", "events"),
+            ("/destinations", "Destinations", "destinations"),
             ("/audit", "Audit", "audit"),
             ("/health", "Health", "health"),
         ]

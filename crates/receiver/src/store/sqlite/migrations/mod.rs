@@ -410,6 +410,24 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX events_reference ON events (json_extract(body, '$.data.external_reference'))
         WHERE json_extract(body, '$.data.external_reference') IS NOT NULL;
     "#,
+    // 13: what a person was told (DESIGN section 11): an incident per
+    // thing that needs a person, open until it is dealt with, so each is
+    // told once however many instances or restarts; resolved ones are
+    // kept a while (when a digest last went, what was told).
+    r#"
+    CREATE TABLE incidents (
+        id          INTEGER PRIMARY KEY,
+        kind        INTEGER NOT NULL,   -- domain::attention::AlertKind
+        item        TEXT    NOT NULL,   -- fraud_review:12, job:7, destination:erp, …
+        text        TEXT    NOT NULL,
+        path        TEXT    NOT NULL,   -- the console page that shows it
+        opened_at   INTEGER NOT NULL,
+        notified_at INTEGER,            -- its opening sent; NULL: waiting for a digest
+        resolved_at INTEGER
+    ) STRICT;
+    CREATE UNIQUE INDEX incidents_open ON incidents (kind, item) WHERE resolved_at IS NULL;
+    CREATE INDEX incidents_resolved ON incidents (resolved_at) WHERE resolved_at IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1,0 +1,72 @@
+//! A destination enabled again, or its failed, paused and given-up events
+//! sent again since a time: each recorded in the audit as the other
+//! actions are.
+
+use super::{About, Acted, Actions, Done};
+use crate::domain::Action;
+use crate::operators::Actor;
+use crate::store::{Recovery, StoreError};
+
+impl Actions {
+    /// New events go to `name` again (what waits for it needs a recovery).
+    pub async fn enable_destination(
+        &self,
+        who: &Actor,
+        name: &str,
+    ) -> Result<Acted<()>, StoreError> {
+        let about = About {
+            item: format!("destination:{name}"),
+            account: None,
+            order_id: None,
+            detail: format!("enable destination {}", crate::text::printable(name)),
+        };
+        let run = async {
+            Ok(if self.store.enable_destination(name, self.now()).await? {
+                Done::Done(())
+            } else {
+                Done::Refused(format!("no destination {}", crate::text::printable(name)))
+            })
+        };
+        self.audited(who, Action::Enable, about, run, |_| "enabled".into())
+            .await
+    }
+
+    /// Every event for `name` decided since `since` (unix ms) that failed,
+    /// was paused or gave up is sent again, oldest first.
+    pub async fn recover_destination(
+        &self,
+        who: &Actor,
+        name: &str,
+        since: i64,
+    ) -> Result<Acted<u64>, StoreError> {
+        let shown = crate::text::printable(name);
+        let about = About {
+            item: format!("destination:{name}"),
+            account: None,
+            order_id: None,
+            detail: format!(
+                "recover destination {shown} since {}",
+                crate::clock::rfc3339(since)
+            ),
+        };
+        let run = async {
+            Ok(
+                match self
+                    .store
+                    .recover_destination(name, since, self.now())
+                    .await?
+                {
+                    Recovery::Queued(n) => Done::Done(n),
+                    Recovery::NotFound => Done::Refused(format!("no destination {shown}")),
+                    Recovery::Disabled => {
+                        Done::Refused(format!("destination {shown} is disabled: enable it first"))
+                    }
+                },
+            )
+        };
+        self.audited(who, Action::Recover, about, run, |n| {
+            format!("{n} event(s) queued again")
+        })
+        .await
+    }
+}
