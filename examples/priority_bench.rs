@@ -50,7 +50,7 @@ async fn main() {
         eprintln!("usage: priority_bench burst|backfill");
         std::process::exit(64);
     }
-    pointhook::tls::install_default_provider();
+    pointhook_common::tls::install_default_provider();
     let bin = std::env::current_exe()
         .expect("this example's path")
         .parent()

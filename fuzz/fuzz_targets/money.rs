@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pointhook::money::Money;
+use pointhook_common::money::Money;
 
 fn round_trips(m: Money, from: &str) {
     let shown = m.to_string();

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use libfuzzer_sys::fuzz_target;
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use tokio_util::sync::CancellationToken;

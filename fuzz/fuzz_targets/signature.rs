@@ -14,7 +14,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use libfuzzer_sys::fuzz_target;
-use pointhook::http::verify::{IdForm, SignatureError, SignedParts, sign, verify};
+use pointhook_common::signature::{IdForm, SignatureError, SignedParts, sign, verify};
 
 const DEFAULT_NOW: u64 = 1_763_632_800;
 

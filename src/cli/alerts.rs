@@ -38,14 +38,14 @@ pub async fn run(config: Config, cmd: Alerts) -> anyhow::Result<()> {
     answers.sort_by_key(|(i, _, _)| *i);
     let mut failed = 0;
     for (_, what, answer) in answers {
-        let what = pointhook::text::printable(&what).into_owned();
+        let what = pointhook_common::text::printable(&what).into_owned();
         match answer {
             Ok(()) => println!("ok     {what}"),
             Err(e) => {
                 failed += 1;
                 println!(
                     "failed {what}: {}",
-                    pointhook::text::printable(&e.to_string())
+                    pointhook_common::text::printable(&e.to_string())
                 );
             }
         }

@@ -118,7 +118,7 @@ fn id_json(text: &str) -> Value {
 }
 
 fn client() -> anyhow::Result<reqwest::Client> {
-    pointhook::tls::install_default_provider();
+    pointhook_common::tls::install_default_provider();
     Ok(reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()?)

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args;
 use pointhook::store::Store;
 use pointhook::store::console_views::{Entry, Timeline};
-use pointhook::text::for_terminal;
+use pointhook_common::text::for_terminal;
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {

@@ -57,7 +57,7 @@ pub async fn run(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<()
                 before.parse::<i64>().with_context(|| {
                     format!(
                         "--before takes a review id, not {:?}",
-                        pointhook::text::printable(before)
+                        pointhook_common::text::printable(before)
                     )
                 })?;
             }
@@ -112,7 +112,7 @@ pub async fn run(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<()
             finished(acts.confirm_review(&Actor::cli(), id).await?)?;
             say(&format!(
                 "fraud review {id} confirmed: {}\n",
-                pointhook::text::printable(&consequence(&r).words)
+                pointhook_common::text::printable(&consequence(&r).words)
             ))
         }
         Fraud::Dismiss { id } => {
@@ -135,7 +135,7 @@ async fn review(store: &Store, id: i64) -> anyhow::Result<ReviewDetail> {
 /// Says what confirming will do and asks; an error unless the answer is
 /// yes, or when nobody can answer.
 fn ask(r: &ReviewDetail) -> anyhow::Result<()> {
-    let words = pointhook::text::printable(&consequence(r).words).into_owned();
+    let words = pointhook_common::text::printable(&consequence(r).words).into_owned();
     let id = r.review.id;
     if !std::io::stdin().is_terminal() {
         bail!(
@@ -227,7 +227,7 @@ fn show(r: &ReviewDetail) -> String {
     if v.state == Review::Held.as_str() {
         s.push_str(&format!(
             "\nif confirmed: {}\n",
-            pointhook::text::printable(&c.words)
+            pointhook_common::text::printable(&c.words)
         ));
     }
     s

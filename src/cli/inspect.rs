@@ -143,7 +143,7 @@ pub async fn deliveries(store: &Store, cmd: Deliveries) -> anyhow::Result<()> {
                 before.parse::<i64>().with_context(|| {
                     format!(
                         "--before takes a delivery id, not {:?}",
-                        pointhook::text::printable(before)
+                        pointhook_common::text::printable(before)
                     )
                 })?;
             }
@@ -406,7 +406,7 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
             let e = store
                 .get_event(id.clone())
                 .await?
-                .with_context(|| format!("no event {}", pointhook::text::printable(&id)))?;
+                .with_context(|| format!("no event {}", pointhook_common::text::printable(&id)))?;
             print(&format, &e, |e| {
                 let mut s = fields(&[
                     ("id", e.summary.id.clone()),
@@ -444,7 +444,7 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
             )?;
             say(&format!(
                 "event {} will be delivered again, with the same id\n",
-                pointhook::text::printable(&id)
+                pointhook_common::text::printable(&id)
             ))
         }
     }

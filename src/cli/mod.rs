@@ -276,7 +276,7 @@ fn said_once(e: &anyhow::Error) -> String {
             .filter(|l| !l.is_empty())
             .collect::<Vec<_>>()
             .join(" ");
-        let text = pointhook::text::printable(&text).into_owned();
+        let text = pointhook_common::text::printable(&text).into_owned();
         if line.is_empty() {
             line = text;
         } else if !line.ends_with(&text) {

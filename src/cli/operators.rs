@@ -84,7 +84,7 @@ pub async fn run(store: &Store, cmd: Operators) -> anyhow::Result<()> {
                 for o in rows {
                     println!(
                         "{}  added {}  changed {}  {} session(s)",
-                        pointhook::text::printable(&o.name),
+                        pointhook_common::text::printable(&o.name),
                         o.created_at,
                         o.updated_at,
                         o.sessions
@@ -94,7 +94,10 @@ pub async fn run(store: &Store, cmd: Operators) -> anyhow::Result<()> {
         }
         Operators::Remove { name } => {
             if !store.remove_operator(name.clone()).await? {
-                bail!("no operator named {}", pointhook::text::printable(&name));
+                bail!(
+                    "no operator named {}",
+                    pointhook_common::text::printable(&name)
+                );
             }
             println!("operator {name} removed; their sessions ended");
         }
@@ -120,7 +123,7 @@ pub async fn run(store: &Store, cmd: Operators) -> anyhow::Result<()> {
 pub fn acting(store: &Store, delivers: bool) -> Actions {
     Actions {
         store: store.clone(),
-        clock: std::sync::Arc::new(pointhook::clock::SystemClock),
+        clock: std::sync::Arc::new(pointhook_common::clock::SystemClock),
         delivers_events: delivers,
     }
 }

@@ -113,8 +113,8 @@ async fn show(store: &Store, id: String, account: String, format: Format) -> any
             format!(
                 "nothing known of {} {} (account {})",
                 store::views::order_kind(&id).replace('_', " "),
-                pointhook::text::printable(&id),
-                pointhook::text::printable(&account)
+                pointhook_common::text::printable(&id),
+                pointhook_common::text::printable(&account)
             )
         })?;
     print(&format, &o, |o| {
@@ -165,7 +165,9 @@ async fn show(store: &Store, id: String, account: String, format: Format) -> any
                 "  {}  {}: {}\n",
                 d.created_at,
                 d.event_type,
-                pointhook::text::for_terminal(d.reason.as_deref().unwrap_or("no reason recorded"))
+                pointhook_common::text::for_terminal(
+                    d.reason.as_deref().unwrap_or("no reason recorded")
+                )
             ));
         }
         s.push_str("\nevents:\n");

@@ -80,7 +80,7 @@ impl More {
         };
         format!(
             "{count} more: --before {}\n",
-            pointhook::text::printable(&self.before)
+            pointhook_common::text::printable(&self.before)
         )
     }
 }

@@ -13,7 +13,7 @@ use pointhook::api::ApiClient;
 use pointhook::api::calls::CallLog;
 use pointhook::config::Config;
 use pointhook::domain::PlatformOrderId;
-use pointhook::money::Money;
+use pointhook_common::money::Money;
 
 #[derive(Debug, Subcommand)]
 pub enum PlatformOrders {
@@ -46,13 +46,13 @@ pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
     let order = PlatformOrderId::parse(id).map_err(|e| {
         anyhow::anyhow!(
             "{:?} is not an order id: {e}",
-            pointhook::text::printable(id)
+            pointhook_common::text::printable(id)
         )
     })?;
     if !config.accounts.iter().any(|a| &a.name == account) {
         anyhow::bail!(
             "no account {:?} in the configuration",
-            pointhook::text::printable(account)
+            pointhook_common::text::printable(account)
         );
     }
     let api = ApiClient::new(
@@ -96,7 +96,7 @@ pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
     .with_context(|| format!("the platform refused it for order {order}"))?;
     println!(
         "{}",
-        pointhook::text::json_for_terminal(&serde_json::to_string_pretty(&answer)?)
+        pointhook_common::text::json_for_terminal(&serde_json::to_string_pretty(&answer)?)
     );
     Ok(())
 }

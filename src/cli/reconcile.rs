@@ -44,7 +44,7 @@ pub async fn run(config: Config, args: ReconcileArgs) -> anyhow::Result<()> {
         Some(a) if config.accounts.iter().any(|c| &c.name == a) => vec![a.clone()],
         Some(a) => anyhow::bail!(
             "no account {:?} in the configuration",
-            pointhook::text::printable(a)
+            pointhook_common::text::printable(a)
         ),
         None => config.accounts.iter().map(|a| a.name.clone()).collect(),
     };
@@ -71,7 +71,7 @@ pub async fn run(config: Config, args: ReconcileArgs) -> anyhow::Result<()> {
         let pass = Pass {
             store: &store,
             api: &api,
-            clock: &pointhook::clock::SystemClock,
+            clock: &pointhook_common::clock::SystemClock,
             account,
             mode: Mode::Backfill {
                 dry_run: args.dry_run,

@@ -11,7 +11,7 @@ use anstyle::{AnsiColor, Style};
 use clap::Args;
 use serde::Serialize;
 
-use pointhook::text::{for_terminal, json_for_terminal, printable};
+use pointhook_common::text::{for_terminal, json_for_terminal, printable};
 
 /// `--json`, for every command that shows something.
 #[derive(Debug, Clone, Args)]

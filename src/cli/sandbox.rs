@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use pointhook::clock::{Clock, ManualClock, SystemClock};
+use pointhook_common::clock::{Clock, ManualClock, SystemClock};
 use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::quirks::QuirkSet;
 use pointhook_sandbox::{AccountSpec, Reach, Sandbox, SandboxFile, SandboxSettings};
@@ -223,7 +223,7 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
 }
 
 async fn print_log(url: &str, token: &str, json: bool) -> anyhow::Result<()> {
-    pointhook::tls::install_default_provider();
+    pointhook_common::tls::install_default_provider();
     let res = reqwest::Client::new()
         .get(format!("{}/sandbox/deliveries", url.trim_end_matches('/')))
         .bearer_auth(token)

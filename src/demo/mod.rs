@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use check::Checker;
 use merchant::Merchant;
-use pointhook::clock::SystemClock;
 use pointhook::config::Config;
 use pointhook::{App, Options};
+use pointhook_common::clock::SystemClock;
 use pointhook_common::serve::{Limits, serve_with};
 use pointhook_sandbox::{AccountSpec, MailSettings, Reach, Sandbox, SandboxSettings};
 

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::{ManualClock, unix_ms_now};
 use pointhook::domain::AuditOutcome;
+use pointhook_common::clock::{ManualClock, unix_ms_now};
 
 use crate::alerting::*;
 use crate::backends::Backend;

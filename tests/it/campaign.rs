@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pointhook::clock::SystemClock;
+use pointhook_common::clock::SystemClock;
 use pointhook_sandbox::MailSettings;
 use pointhook_sandbox::{AccountSpec, Sandbox, SandboxSettings};
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 use reqwest::redirect::Policy;
 
 use crate::helpers::*;
@@ -44,7 +44,7 @@ impl Browser {
 
     /// A browser of the console at `base` (`http://HOST:PORT`).
     pub fn at(base: String) -> Browser {
-        pointhook::tls::install_default_provider();
+        pointhook_common::tls::install_default_provider();
         Browser {
             base,
             http: reqwest::Client::builder()
@@ -164,7 +164,7 @@ pub async fn with_operator(app: &TestApp, name: &str) {
     let hash = pointhook::operators::hash(PASSWORD).unwrap();
     assert!(
         app.store
-            .add_operator(name.into(), hash, pointhook::clock::unix_ms_now())
+            .add_operator(name.into(), hash, pointhook_common::clock::unix_ms_now())
             .await
             .unwrap()
     );

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::{Clock, ManualClock};
+use pointhook_common::clock::{Clock, ManualClock};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -185,7 +185,7 @@ async fn a_410_disables_and_recover_since_delivers_the_held_events_with_their_id
         &format!("secret = \"{MERCHANT_SECRET}\"\ntypes = [\"order.*\"]"),
     ) + &destination("erp", &other, &format!("secret = \"{MERCHANT_SECRET}\""));
     let app = app_with(&api, clock.clone(), &config).await;
-    let before = pointhook::clock::rfc3339(pointhook::store::unix_ms(clock.now()) - 1000);
+    let before = pointhook_common::clock::rfc3339(pointhook::store::unix_ms(clock.now()) - 1000);
     decide_an_order_and_its_payment(&api, &app).await;
     app.deliver_events().await;
     let (_, shop) = app.admin("GET", "/api/destinations/shop", TOKEN).await;

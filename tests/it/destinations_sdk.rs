@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 use serde_json::{Value, json};
 
 use crate::helpers::*;

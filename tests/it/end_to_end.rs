@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pointhook::clock::SystemClock;
+use pointhook_common::clock::SystemClock;
 use pointhook_sandbox::AccountSpec;
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 use serde_json::json;
 
 use crate::helpers::*;
@@ -112,7 +112,7 @@ async fn an_alert_for_an_order_nobody_created_blocks_nothing() {
 /// The webhook of a payment, signed by the platform `age` ago: anyone who
 /// can read deliveries (`deliveries show`, the admin API) has its headers.
 fn payment_webhook_signature(at: u64) -> String {
-    pointhook::http::verify::sign(SECRET.as_bytes(), Some(PAYMENT), Some("req-1"), at)
+    pointhook_common::signature::sign(SECRET.as_bytes(), Some(PAYMENT), Some("req-1"), at)
 }
 
 async fn a_replayed_payment_signature_authenticates_nothing() {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 
 use crate::helpers::*;
 use crate::platform::*;
@@ -240,7 +240,7 @@ fn signed_alert() -> Fixture {
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let sig = pointhook::http::verify::sign(SECRET.as_bytes(), Some(PAYMENT), None, now);
+    let sig = pointhook_common::signature::sign(SECRET.as_bytes(), Some(PAYMENT), None, now);
     Fixture {
         headers: vec![
             ("content-type".into(), "application/json".into()),

@@ -7,11 +7,11 @@ use std::sync::{Arc, Once};
 use std::time::{Duration, SystemTime};
 
 pub use crate::backends::{Backend, SqlValue, TestDb};
-use pointhook::clock::{Clock, FixedClock, SystemClock};
 use pointhook::config::Config;
 pub use pointhook::domain::{EventState, JobState};
 use pointhook::store::Store;
 use pointhook::{App, Options};
+use pointhook_common::clock::{Clock, FixedClock, SystemClock};
 use serde_json::Value;
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
@@ -303,7 +303,7 @@ fn sign_for(query: &str, request_id: &Value) -> String {
     let data_id = form_urlencoded::parse(query.as_bytes())
         .find(|(k, _)| k == "data.id")
         .map(|(_, v)| v.into_owned());
-    pointhook::http::verify::sign(
+    pointhook_common::signature::sign(
         SECRET.as_bytes(),
         data_id.as_deref(),
         request_id.as_str(),
@@ -624,7 +624,7 @@ fn response_complete(bytes: &[u8]) -> bool {
 
 /// An HTTP client for tests (TLS set up as pointhook sets it up).
 pub fn client() -> reqwest::Client {
-    pointhook::tls::install_default_provider();
+    pointhook_common::tls::install_default_provider();
     reqwest::Client::new()
 }
 

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use pointhook::clock::SystemClock;
 use pointhook::domain::{JobState, Kind};
+use pointhook_common::clock::SystemClock;
 use serde_json::json;
 
 use crate::helpers::{SqlValue, TestApp, TestConfig, cli_async, spawn_app_with};
@@ -25,8 +25,8 @@ async fn changed_at(sb: &RunningSandbox, at: i64) {
             &json!({
                 "id": PAYMENT.parse::<u64>().unwrap(), "status": "approved",
                 "status_detail": "accredited", "transaction_amount": 10,
-                "date_created": pointhook::clock::rfc3339(at - 1000),
-                "date_last_updated": pointhook::clock::rfc3339(at),
+                "date_created": pointhook_common::clock::rfc3339(at - 1000),
+                "date_last_updated": pointhook_common::clock::rfc3339(at),
             }),
         )
         .unwrap();
@@ -44,7 +44,8 @@ fn found_by_reconciliation(app: &TestApp) -> i64 {
 }
 
 async fn reconcile(app: &TestApp) -> String {
-    let since = pointhook::clock::rfc3339(pointhook::clock::unix_ms_now() - 3_600_000);
+    let since =
+        pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 3_600_000);
     let (ok, out, err) = cli_async(app, &["reconcile", "--since", &since]).await;
     assert!(ok, "{err}");
     out
@@ -57,7 +58,7 @@ async fn a_dead_job_whose_notification_came_is_not_missed_and_keeps_its_history(
         ..TestConfig::default().api(&sb.url)
     })
     .await;
-    let now = pointhook::clock::unix_ms_now();
+    let now = pointhook_common::clock::unix_ms_now();
     changed_at(&sb, now - 600_000).await;
     // Its notification came; its job died on the platform's errors.
     let res = app

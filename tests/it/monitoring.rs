@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use pointhook::clock::unix_ms_now;
+use pointhook_common::clock::unix_ms_now;
 
 use crate::alerting::{Hook, PUBLIC, alerting, told};
 use crate::helpers::*;

@@ -126,7 +126,7 @@ fn tokens_and_secrets_come_from_the_credentials_directory() {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs();
-        let good = pointhook::http::verify::sign(SECRET.as_bytes(), Some("5"), None, now);
+        let good = pointhook_common::signature::sign(SECRET.as_bytes(), Some("5"), None, now);
         let res = client()
             .post(&url)
             .header("x-signature", good)
@@ -228,7 +228,7 @@ async fn prune_keeps_unprocessed_work_and_decisions() {
     let api = FakeApi::start().await;
     let merchant = Merchant::start().await;
     // Everything below happens 30 days ago.
-    let clock = std::sync::Arc::new(pointhook::clock::ManualClock::new(
+    let clock = std::sync::Arc::new(pointhook_common::clock::ManualClock::new(
         std::time::SystemTime::now() - Duration::from_secs(30 * 86_400),
     ));
     let app = spawn_app_with(

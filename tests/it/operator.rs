@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 use serde_json::Value;
 
 use crate::helpers::*;

@@ -388,7 +388,7 @@ async fn a_confirm_that_moves_money_says_how_much_and_needs_a_yes() {
     const ORDER: &str = "4945357007";
     const PAYMENT: &str = "23064274473";
     let api = FakeApi::start().await;
-    let clock = Arc::new(pointhook::clock::ManualClock::new(SystemTime::now()));
+    let clock = Arc::new(pointhook_common::clock::ManualClock::new(SystemTime::now()));
     let app = spawn_app_with(TestConfig {
         accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n\
                    webhook_secret = \"a-webhook-secret\"\n"

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pointhook::clock::SystemClock;
+use pointhook_common::clock::SystemClock;
 use pointhook_sandbox::AccountSpec;
 use pointhook_sandbox::faults::Fault;
 use serde_json::{Value, json};

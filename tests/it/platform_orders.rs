@@ -262,7 +262,7 @@ async fn an_order_is_shown_and_refunded_from_the_cli_with_a_stable_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconciliation_finds_an_order_whose_notification_never_came() {
     let api = MockServer::start().await;
-    let now = pointhook::clock::rfc3339(pointhook::clock::unix_ms_now() - 60_000);
+    let now = pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 60_000);
     // The same instant as the search lists it, in another form.
     let read_as = now.replace('Z', "+00:00");
     serve(
@@ -302,7 +302,8 @@ async fn reconciliation_finds_an_order_whose_notification_never_came() {
         .mount(&api)
         .await;
     let app = app_on(&api).await;
-    let since = pointhook::clock::rfc3339(pointhook::clock::unix_ms_now() - 3_600_000);
+    let since =
+        pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 3_600_000);
     let (ok, out, err) = cli_async(&app, &["reconcile", "--since", &since]).await;
     assert!(ok, "{err}");
     assert!(out.contains("1 enqueued (platform_order 1)"), "{out}");

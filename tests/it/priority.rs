@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 
 use crate::helpers::*;
 use crate::platform::*;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 use serde_json::json;
 
 use crate::helpers::*;
@@ -594,7 +594,7 @@ async fn a_resource_that_never_appears_is_given_up() {
             .clock(clock.clone()),
     )
     .await;
-    let signature = pointhook::http::verify::sign(SECRET.as_bytes(), Some("404405"), None, 1);
+    let signature = pointhook_common::signature::sign(SECRET.as_bytes(), Some("404405"), None, 1);
     let res = app
         .post(
             "type=topic_merchant_order_wh&data.id=404405",

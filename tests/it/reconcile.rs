@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pointhook::clock::SystemClock;
 use pointhook::domain::{JobKind, Kind};
+use pointhook_common::clock::SystemClock;
 use pointhook_sandbox::faults::Fault;
 use serde_json::{Value, json};
 
@@ -234,7 +234,7 @@ async fn a_day_of_dropped_payments(n: u64) -> (RunningSandbox, TestApp) {
         ..TestConfig::default().api(&sb.url)
     })
     .await;
-    let now = pointhook::clock::unix_ms_now();
+    let now = pointhook_common::clock::unix_ms_now();
     for i in 0..n {
         let at = now - 23 * 3_600_000 + (i as i64) * (23 * 3_600_000 / n as i64);
         let id = 1_400_000_000 + i;
@@ -245,8 +245,8 @@ async fn a_day_of_dropped_payments(n: u64) -> (RunningSandbox, TestApp) {
                 &id.to_string(),
                 &json!({
                     "id": id, "status": "approved", "status_detail": "accredited",
-                    "transaction_amount": 10, "date_created": pointhook::clock::rfc3339(at),
-                    "date_last_updated": pointhook::clock::rfc3339(at),
+                    "transaction_amount": 10, "date_created": pointhook_common::clock::rfc3339(at),
+                    "date_last_updated": pointhook_common::clock::rfc3339(at),
                 }),
             )
             .unwrap();
@@ -257,7 +257,8 @@ async fn a_day_of_dropped_payments(n: u64) -> (RunningSandbox, TestApp) {
 #[tokio::test]
 async fn reconcile_since_recovers_a_day_over_several_pages_and_dry_run_writes_nothing() {
     let (sb, app) = a_day_of_dropped_payments(120).await;
-    let since = pointhook::clock::rfc3339(pointhook::clock::unix_ms_now() - 86_400_000);
+    let since =
+        pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 86_400_000);
 
     let (ok, out, err) = cli_async(
         &app,
@@ -310,7 +311,8 @@ async fn reconciliation_backs_off_on_429_like_the_worker() {
         delay_ms: 0,
         retry_after: Some(1),
     });
-    let since = pointhook::clock::rfc3339(pointhook::clock::unix_ms_now() - 86_400_000);
+    let since =
+        pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 86_400_000);
     let started = std::time::Instant::now();
     let (ok, out, err) = cli_async(&app, &["reconcile", "--since", &since]).await;
     assert!(ok, "{err}");

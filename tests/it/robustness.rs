@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::ManualClock;
 use pointhook::domain::{Decision, Effects, EventType, Slot};
 use pointhook::store::{Finish, JobOutcome};
+use pointhook_common::clock::ManualClock;
 use serde_json::json;
 
 use crate::helpers::*;

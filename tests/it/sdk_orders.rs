@@ -338,7 +338,7 @@ async fn the_python_sdk_drives_orders_and_pointhook_tells_each_outcome_once() {
     for (secret, want) in [(&b"another-secret"[..], 401), (SECRET.as_bytes(), 200)] {
         let request_id = format!("req-{want}");
         let signature =
-            pointhook::http::verify::sign(secret, Some(&resource), Some(&request_id), now);
+            pointhook_common::signature::sign(secret, Some(&resource), Some(&request_id), now);
         let res = client()
             .post(app.url(&format!("/notifications?{query}")))
             .header("x-request-id", &request_id)

@@ -191,8 +191,12 @@ async fn a_fraud_alert_with_a_bad_signature_is_kept_unverified() {
     // A validly signed copy made two hours ago authenticates nothing: the
     // platform sends an alert once, so an honest signature is fresh.
     let two_hours_ago = unix_now() - 7200;
-    let stale =
-        pointhook::http::verify::sign(SECRET.as_bytes(), Some("23064274473"), None, two_hours_ago);
+    let stale = pointhook_common::signature::sign(
+        SECRET.as_bytes(),
+        Some("23064274473"),
+        None,
+        two_hours_ago,
+    );
     assert_eq!(post(Some(stale)).await.0, 200);
     let (statuses, authenticated, _) = alert_state(&app);
     assert_eq!(statuses[2], SignatureStatus::Valid);
@@ -200,7 +204,7 @@ async fn a_fraud_alert_with_a_bad_signature_is_kept_unverified() {
 
     // A freshly signed copy that follows authenticates the job's work.
     let good =
-        pointhook::http::verify::sign(SECRET.as_bytes(), Some("23064274473"), None, unix_now());
+        pointhook_common::signature::sign(SECRET.as_bytes(), Some("23064274473"), None, unix_now());
     let (status, body) = post(Some(good)).await;
     assert_eq!(status, 200);
     let verified_id = body["delivery_id"].as_i64().unwrap();
@@ -224,7 +228,7 @@ async fn a_signature_over_another_id_authenticates_no_alert() {
     let app = spawn_app_with(TestConfig::with_secret()).await;
     let body =
         json!({"type": "stop_delivery_op_wh", "data": {"merchant_order": 1, "payment_id": 2}});
-    let other = pointhook::http::verify::sign(SECRET.as_bytes(), Some("999"), None, 1);
+    let other = pointhook_common::signature::sign(SECRET.as_bytes(), Some("999"), None, 1);
     let res = app
         .post(
             "data.id=999&type=stop_delivery_op_wh",
@@ -233,7 +237,7 @@ async fn a_signature_over_another_id_authenticates_no_alert() {
         )
         .await;
     assert_eq!(res.status(), 200);
-    let unbound = pointhook::http::verify::sign(SECRET.as_bytes(), None, None, 1);
+    let unbound = pointhook_common::signature::sign(SECRET.as_bytes(), None, None, 1);
     let res = app
         .post(
             "type=stop_delivery_op_wh",
@@ -253,7 +257,7 @@ async fn a_signature_over_another_id_authenticates_no_alert() {
 /// unsigned webhook (401 where the account requires signatures, recorded
 /// unsigned where it does not), never as a signed one.
 async fn a_signature_that_binds_no_data_id_is_no_signature() {
-    let unbound = pointhook::http::verify::sign(SECRET.as_bytes(), None, Some("r-1"), 1);
+    let unbound = pointhook_common::signature::sign(SECRET.as_bytes(), None, Some("r-1"), 1);
     let body = json!({"type": "payment", "data": {"id": "123"}}).to_string();
     let headers = [("x-signature", unbound.as_str()), ("x-request-id", "r-1")];
     let app = spawn_app_with(TestConfig::with_secret()).await;
@@ -307,8 +311,8 @@ async fn secrets_tolerance_and_unsigned_forms_per_account() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let old = pointhook::http::verify::sign(SECRET.as_bytes(), Some("5"), None, now - 3600);
-    let by_old_secret = pointhook::http::verify::sign(b"old-secret", Some("5"), None, now);
+    let old = pointhook_common::signature::sign(SECRET.as_bytes(), Some("5"), None, now - 3600);
+    let by_old_secret = pointhook_common::signature::sign(b"old-secret", Some("5"), None, now);
     for sig in [&old, &by_old_secret] {
         let res = app
             .post("type=payment&data.id=5", &[("x-signature", sig)], None)

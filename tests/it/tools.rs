@@ -5,7 +5,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use pointhook::clock::ManualClock;
+use pointhook_common::clock::ManualClock;
 use pointhook_sandbox::AccountSpec;
 use pointhook_sandbox::MailSettings;
 use serde_json::{Value, json};

@@ -9,13 +9,13 @@ mod destinations;
 
 use std::sync::Arc;
 
-use crate::clock::Clock;
 use crate::domain::platform::PaymentStatus;
 use crate::domain::{Action, AuditOutcome};
 use crate::operators::Actor;
 use crate::rules::fraud::{Undo, undo_for};
 use crate::store::console_views::{NewAudit, ReviewDetail};
 use crate::store::{Answer, ReviewView, Store, StoreError};
+use pointhook_common::clock::Clock;
 
 /// How an action ended when storage did not fail.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,8 +17,8 @@
 //! - [`actions`]: what a person may do, each recorded in the audit;
 //!   [`operators`]: who signs in to the console, and their passwords.
 //! - [`samples`]: once a minute, what the console's health charts draw.
-//! - [`money`], [`clock`], [`text`], [`tls`]: shared with the sandbox, from
-//!   `pointhook-common`.
+//! - `pointhook_common` (its own crate, shared with the sandbox): money,
+//!   clock, text escaping, TLS, signatures, the accept loop.
 //!
 //! [`App`] wires them: the caller owns the listener and the shutdown token.
 
@@ -39,8 +39,6 @@ pub mod store;
 mod systemd;
 pub mod worker;
 
-pub use pointhook_common::{clock, money, text, tls};
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,10 +48,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use api::ApiClient;
-use clock::{Clock, SystemClock};
 use config::Config;
 use http::ingest::{Accounts, Ingest};
 use outbox::Outbox;
+use pointhook_common::clock::{Clock, SystemClock};
 use store::Store;
 use worker::{Worker, WorkerSettings};
 
@@ -243,8 +241,8 @@ impl App {
         };
         let admin = match (admin_listener, config.admin_token()?) {
             (Some(l), Some(token)) => {
-                let handler = Arc::new(http::RouterHandler(http::admin::router(
-                    http::admin::AdminState {
+                let handler = Arc::new(pointhook_common::serve::RouterHandler(
+                    http::admin::router(http::admin::AdminState {
                         store: store.clone(),
                         token,
                         clock: options.clock.clone(),
@@ -261,13 +259,13 @@ impl App {
                             .as_ref()
                             .and_then(|a| a.public_url.as_ref())
                             .is_some_and(|u| u.scheme() == "https"),
-                    },
-                )));
+                    }),
+                ));
                 tracing::info!(listen = %l.local_addr().context("admin listener has no address")?, "admin API serving");
                 let limits = settings.limits();
                 let shutdown = shutdown.clone();
                 Some(tokio::spawn(async move {
-                    http::serve_with(l, &limits, handler, shutdown).await;
+                    pointhook_common::serve::serve_with(l, &limits, handler, shutdown).await;
                 }))
             }
             _ => None,

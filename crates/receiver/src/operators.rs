@@ -36,7 +36,7 @@ pub fn check_name(name: &str) -> Result<&str, OperatorError> {
         Ok(name)
     } else {
         Err(OperatorError::BadName(
-            crate::text::printable(name).into_owned(),
+            pointhook_common::text::printable(name).into_owned(),
         ))
     }
 }
@@ -116,7 +116,7 @@ impl Actor {
             .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
             .unwrap_or_else(uid);
         Actor {
-            name: crate::text::printable(&name).into_owned(),
+            name: pointhook_common::text::printable(&name).into_owned(),
             via: Via::Cli,
         }
     }

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::Clock;
 use crate::metrics::{Counts, SharedMetrics};
 use crate::store::Store;
 use crate::store::console_views::Sample;
+use pointhook_common::clock::Clock;
 
 /// How long samples are kept: the longest chart looks 7 days back.
 const KEEP_MS: i64 = 8 * 86_400_000;

@@ -18,13 +18,19 @@ impl Actions {
             item: format!("destination:{name}"),
             account: None,
             order_id: None,
-            detail: format!("enable destination {}", crate::text::printable(name)),
+            detail: format!(
+                "enable destination {}",
+                pointhook_common::text::printable(name)
+            ),
         };
         let run = async {
             Ok(if self.store.enable_destination(name, self.now()).await? {
                 Done::Done(())
             } else {
-                Done::Refused(format!("no destination {}", crate::text::printable(name)))
+                Done::Refused(format!(
+                    "no destination {}",
+                    pointhook_common::text::printable(name)
+                ))
             })
         };
         self.audited(who, Action::Enable, about, run, |_| "enabled".into())
@@ -39,14 +45,14 @@ impl Actions {
         name: &str,
         since: i64,
     ) -> Result<Acted<u64>, StoreError> {
-        let shown = crate::text::printable(name);
+        let shown = pointhook_common::text::printable(name);
         let about = About {
             item: format!("destination:{name}"),
             account: None,
             order_id: None,
             detail: format!(
                 "recover destination {shown} since {}",
-                crate::clock::rfc3339(since)
+                pointhook_common::clock::rfc3339(since)
             ),
         };
         let run = async {

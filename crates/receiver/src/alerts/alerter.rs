@@ -20,12 +20,12 @@ use tokio_util::sync::CancellationToken;
 use super::outgoing::Outgoing;
 use super::outlet::{self, Outlet, Queued, Sender};
 use super::{Channel, facts};
-use crate::clock::Clock;
 use crate::domain::attention::{Incident, Message};
 use crate::metrics::SharedMetrics;
 use crate::rules::alerts::{self as rules, Facts, Thresholds};
 use crate::store::alert_views::IncidentRound;
 use crate::store::{Store, unix_ms};
+use pointhook_common::clock::Clock;
 
 /// Resolved incidents are kept this long (what was told, when a digest
 /// last went).

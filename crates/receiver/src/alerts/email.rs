@@ -37,7 +37,7 @@ impl EmailChannel {
         if to.is_empty() {
             return Err("an e-mail alert needs at least one address in to".into());
         }
-        crate::tls::install_default_provider();
+        pointhook_common::tls::install_default_provider();
         let mut builder = if smtp.starttls {
             AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&smtp.host)
                 .map_err(|e| format!("smtp.host {:?}: {e}", smtp.host))?

@@ -12,11 +12,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::Channel;
 use super::outgoing::Outgoing;
-use crate::clock::Clock;
 use crate::domain::{Action, AuditOutcome, Via};
 use crate::metrics::SharedMetrics;
 use crate::store::console_views::NewAudit;
 use crate::store::{Store, unix_ms};
+use pointhook_common::clock::Clock;
 
 /// Messages waiting for one channel at most.
 const QUEUE: usize = 256;

@@ -12,7 +12,7 @@ pub struct WebhookChannel {
 
 impl WebhookChannel {
     pub fn new(url: url::Url) -> Result<WebhookChannel, String> {
-        crate::tls::install_default_provider();
+        pointhook_common::tls::install_default_provider();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("pointhook/", env!("CARGO_PKG_VERSION")))

@@ -37,7 +37,7 @@ impl ApiClient {
         log: &CallLog,
         account: &str,
         id: &PlatformOrderId,
-        partial: Option<(&str, crate::money::Money)>,
+        partial: Option<(&str, pointhook_common::money::Money)>,
         idempotency_key: &str,
     ) -> Result<serde_json::Value, ApiError> {
         let body = partial.map(|(transaction, amount)| {

@@ -103,7 +103,7 @@ impl ApiClient {
         accounts: &[Account],
         metrics: crate::metrics::SharedMetrics,
     ) -> anyhow::Result<ApiClient> {
-        crate::tls::install_default_provider();
+        pointhook_common::tls::install_default_provider();
         // A redirect is an answer, never followed: a 307 on a refund would
         // send the POST, token and all, wherever the answer points.
         let http = reqwest::Client::builder()

@@ -368,7 +368,7 @@ pub struct PlatformError {
 impl std::fmt::Display for PlatformError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Text from the API: shown, never interpreted by a terminal.
-        use crate::text::printable;
+        use pointhook_common::text::printable;
         let message = printable(self.message.as_deref().unwrap_or("no message"));
         match &self.error {
             Some(e) => write!(f, "{}: {message}", printable(e))?,

@@ -382,7 +382,7 @@ impl Config {
         {
             out.push(format!(
                 "smtp.starttls = false to {}: alerts (and the SMTP password) travel unencrypted",
-                crate::text::printable(&s.host)
+                pointhook_common::text::printable(&s.host)
             ));
         }
         out

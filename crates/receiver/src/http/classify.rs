@@ -19,7 +19,7 @@ use crate::domain::{
     FraudAlert, Id, IdError, IdKind, IntentId, Kind, MerchantOrderId, PaymentId, ResourceId, Work,
 };
 
-pub use pointhook_common::query::Query;
+use pointhook_common::query::Query;
 
 /// A request that is a notification we can store.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 
 use http::{Response, StatusCode};
 
-use super::response::{self, Body};
 use crate::store::Store;
+use pointhook_common::response::{self, Body};
 
 pub fn alive() -> Response<Body> {
     response::json(StatusCode::OK, r#"{"status":"ok"}"#)

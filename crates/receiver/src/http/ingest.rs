@@ -11,14 +11,15 @@ use http::{HeaderMap, Request, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
-use super::classify::{Classified, ClassifyError, Query, classify};
+use super::classify::{Classified, ClassifyError, classify};
 use super::record::{self, TooLarge};
-use super::response::{self, Body};
-use super::verify::{self, SignedParts};
-use crate::clock::Clock;
 use crate::config::Account;
 use crate::domain::{Kind, SignatureStatus};
 use crate::store::{self, NewDelivery, NewJob, Store};
+use pointhook_common::clock::Clock;
+use pointhook_common::query::Query;
+use pointhook_common::response::{self, Body};
+use pointhook_common::signature::{self as verify, SignedParts};
 
 /// What the endpoint needs; built once at start-up.
 pub struct Ingest {
@@ -118,7 +119,7 @@ impl Ingest {
             }
             Err(r) => {
                 self.metrics.delivery("unknown", r.code);
-                tracing::info!(status = r.status.as_u16(), error = r.code, message = %crate::text::printable(&r.message), %peer, "notification refused");
+                tracing::info!(status = r.status.as_u16(), error = r.code, message = %pointhook_common::text::printable(&r.message), %peer, "notification refused");
                 response::error(r.status, r.code, &r.message)
             }
         }
@@ -189,7 +190,7 @@ impl Ingest {
             job_id = ingested.job_id,
             account = %account.name,
             kind = classified.kind.as_str(),
-            topic = %crate::text::printable(&classified.topic),
+            topic = %pointhook_common::text::printable(&classified.topic),
             resource_id = resource_id,
             duplicate = ingested.duplicate,
             ignored,
@@ -321,7 +322,7 @@ impl Ingest {
             }
             Err(e) if kept_anyway => {
                 self.metrics.signature_failed();
-                tracing::warn!(error = %e, account = %account.name, topic = %crate::text::printable(&classified.topic), "bad signature: stored as unverified");
+                tracing::warn!(error = %e, account = %account.name, topic = %pointhook_common::text::printable(&classified.topic), "bad signature: stored as unverified");
                 Ok((SignatureStatus::Invalid, None))
             }
             Err(e) => {

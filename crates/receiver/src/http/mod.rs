@@ -22,9 +22,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use ingest::Ingest;
-pub use pointhook_common::response::{self, Body};
-pub use pointhook_common::serve::{Handler, Limits, RouterHandler, serve_with};
-pub use pointhook_common::signature as verify;
+use pointhook_common::response::{self, Body};
+use pointhook_common::serve::{Handler, Limits, serve_with};
 
 /// How the listener behaves, from `[server]`.
 #[derive(Debug, Clone)]

@@ -11,11 +11,11 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::sign::signatures;
-use crate::clock::Clock;
 use crate::config::Destination;
 use crate::retry::{backoff, clamp_retry_after, retry_after};
 use crate::store::StoreError;
 use crate::store::{self, Attempted, BatchHealth, EventOutcome, Lease, LeasedEvent, Store};
+use pointhook_common::clock::Clock;
 
 /// Batches out at once (see `Dispatcher::run`).
 const ROUNDS: usize = 2;

@@ -14,10 +14,10 @@ use std::sync::Arc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::Clock;
 use crate::config::Destination;
 use crate::store::{Store, StoreError};
 use dispatch::Dispatcher;
+use pointhook_common::clock::Clock;
 
 pub use sign::{sign, signatures};
 
@@ -36,7 +36,7 @@ impl Outbox {
         if destinations.is_empty() {
             return Ok(None);
         }
-        crate::tls::install_default_provider();
+        pointhook_common::tls::install_default_provider();
         let dispatchers = destinations
             .into_iter()
             .map(|d| Dispatcher::new(store.clone(), clock.clone(), d).map(Arc::new))

@@ -51,7 +51,7 @@ mod tests {
             SigningKey::parse(&new).unwrap(),
         ];
         let body = r#"{"id":"evt_1","type":"order.released"}"#;
-        let ts = crate::clock::unix_ms_now() / 1000;
+        let ts = pointhook_common::clock::unix_ms_now() / 1000;
         let header = signatures(&keys, "evt_1", ts, body);
         assert_eq!(header.split(' ').count(), 2, "{header}");
         assert!(header.split(' ').all(|s| s.starts_with("v1,")));

@@ -19,9 +19,9 @@ use tokio_util::sync::CancellationToken;
 pub use pass::{Mode, Pass, PassError, Progress, Report};
 
 use crate::api::ApiClient;
-use crate::clock::Clock;
 use crate::metrics::SharedMetrics;
 use crate::store::Store;
+use pointhook_common::clock::Clock;
 
 #[derive(Debug, Clone)]
 pub struct SweeperSettings {
@@ -89,7 +89,7 @@ impl Sweeper {
                 return;
             }
         };
-        let now = crate::clock::unix_ms(self.clock.now());
+        let now = pointhook_common::clock::unix_ms(self.clock.now());
         let end = jiff::Timestamp::from_millisecond(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
         let begin = end
             .checked_sub(jiff::SignedDuration::try_from(self.settings.lookback).unwrap_or_default())
@@ -118,7 +118,7 @@ impl Sweeper {
             match pass.run(begin, end).await {
                 Ok(r) => {
                     tracing::info!(
-                        account = %crate::text::printable(account),
+                        account = %pointhook_common::text::printable(account),
                         found = r.found,
                         known = r.known,
                         waiting = r.waiting,
@@ -137,7 +137,7 @@ impl Sweeper {
                 }
                 Err(e) => {
                     tracing::warn!(
-                        account = %crate::text::printable(account),
+                        account = %pointhook_common::text::printable(account),
                         error = %e,
                         "reconciliation pass failed; the next one looks again"
                     );
@@ -148,7 +148,7 @@ impl Sweeper {
         leadership.release().await;
         self.metrics
             .reconcile_pass(if error.is_some() { "failed" } else { "ok" });
-        let ended = crate::clock::unix_ms(self.clock.now());
+        let ended = pointhook_common::clock::unix_ms(self.clock.now());
         self.set(|s| {
             *s = SweepStatus {
                 last_pass_at: Some(ended),

@@ -11,9 +11,9 @@ use super::change::{Change, delivery, instant, payment_work, retrying, sighting}
 use crate::api::ApiClient;
 use crate::api::endpoint::stamp;
 use crate::api::error::{ApiError, ErrorClass};
-use crate::clock::Clock;
 use crate::domain::{IntentId, IntentState, PaymentId, Work};
 use crate::store::{Store, StoreError};
+use pointhook_common::clock::Clock;
 
 /// Results per page asked of the searches (the payments search's most).
 const PAGE: u64 = 50;
@@ -160,7 +160,7 @@ impl Pass<'_> {
             if n == 0 || offset >= total || offset > MAX_OFFSET {
                 if offset > MAX_OFFSET && offset < total {
                     tracing::warn!(
-                        account = %crate::text::printable(self.account),
+                        account = %pointhook_common::text::printable(self.account),
                         total,
                         "more payments changed within one second than the search serves"
                     );
@@ -271,7 +271,7 @@ impl Pass<'_> {
                 Err(_) => break,
             }
         }
-        let now = crate::clock::unix_ms(self.clock.now());
+        let now = pointhook_common::clock::unix_ms(self.clock.now());
         for (id, (status, at)) in last {
             if !IntentState::parse(&status).is_some_and(IntentState::is_final) {
                 continue;
@@ -375,7 +375,7 @@ impl Pass<'_> {
             report.known += 1;
             return Ok(());
         }
-        let now = crate::clock::unix_ms(self.clock.now());
+        let now = pointhook_common::clock::unix_ms(self.clock.now());
         match self.mode {
             Mode::Sweep { grace_ms } => {
                 let at = change.updated_at.unwrap_or(now);
@@ -392,9 +392,9 @@ impl Pass<'_> {
         }
         let ingested = self.store.ingest(delivery(&account, &change, now)).await?;
         tracing::info!(
-            account = %crate::text::printable(&account),
+            account = %pointhook_common::text::printable(&account),
             topic = change.topic,
-            resource_id = %crate::text::printable(&change.sighting.resource_id),
+            resource_id = %pointhook_common::text::printable(&change.sighting.resource_id),
             delivery_id = ingested.delivery_id,
             job_id = ingested.job_id,
             "reconciliation: a change came with no notification; its job is enqueued"

@@ -42,7 +42,7 @@ pub fn decide(d: &Decision, ctx: &Context<'_>, policy: &EventPolicy) -> Verdict 
             body: json!({
                 "id": id,
                 "type": d.event.as_str(),
-                "created_at": crate::clock::rfc3339(ctx.now),
+                "created_at": pointhook_common::clock::rfc3339(ctx.now),
                 "account": ctx.account,
                 "data": d.data,
             })

@@ -21,13 +21,13 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-pub use crate::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use maintenance::BackupProgress;
 pub use model::{
     Attempted, BACKLOG_TURN, BatchHealth, EventOutcome, FetchRow, Finish, Ingested, JobOutcome,
     Lease, LeasedEvent, LeasedJob, NewDelivery, NewJob, Recorded, Recovery, Sighting, Take,
     fingerprint,
 };
+pub use pointhook_common::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use views::{
     Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, DestinationView,
     EventDelivery, EventDetail, EventSummary, Health, JobDetail, JobSummary, MAX_LIMIT,

@@ -205,7 +205,7 @@ async fn platform_order(
                 job,
                 &format!(
                     "order {id} is still {}",
-                    crate::text::printable(&order.status)
+                    pointhook_common::text::printable(&order.status)
                 ),
             );
         }

@@ -17,10 +17,10 @@ use super::error::{AdminError, Result};
 use crate::actions::Done;
 use crate::domain::Review;
 use crate::domain::{EventState, JobState};
-use crate::http::classify::Query;
 use crate::operators::Actor;
 use crate::store::console_views::AuditFilter;
 use crate::store::{self, DEFAULT_LIMIT, DeliveryFilter, MAX_LIMIT};
+use pointhook_common::query::Query;
 
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
@@ -169,7 +169,12 @@ async fn retry_jobs(State(s): State<Shared>, Json(r): Json<RetryJobs>) -> Result
     let what = r.reason.unwrap_or_else(|| "given by the admin API".into());
     let acted = s
         .actions()
-        .retry_jobs(&Actor::api(), r.ids, "api", &crate::text::printable(&what))
+        .retry_jobs(
+            &Actor::api(),
+            r.ids,
+            "api",
+            &pointhook_common::text::printable(&what),
+        )
         .await?;
     let retried = done(acted.done, "not_dead")?;
     Ok(Json(json!({"retried": retried, "audit_id": acted.audit})).into_response())
@@ -327,7 +332,7 @@ async fn acknowledge(State(s): State<Shared>, Json(a): Json<Acknowledge>) -> Res
             "item is missed:ID, at_risk:ACCOUNT:ORDER or after_release:ID".into(),
         ));
     }
-    let detail = format!("acknowledge {}", crate::text::printable(&a.item));
+    let detail = format!("acknowledge {}", pointhook_common::text::printable(&a.item));
     let acted = s
         .actions()
         .acknowledge(&Actor::api(), &a.item, None, None, detail)

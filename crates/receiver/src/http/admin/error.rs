@@ -4,8 +4,8 @@
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 
-use crate::http::response;
 use crate::store::StoreError;
+use pointhook_common::response;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {

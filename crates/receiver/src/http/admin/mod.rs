@@ -29,11 +29,11 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use http::{Method, header};
 
-use super::response;
-use crate::clock::Clock;
 use crate::config::Secret;
 use crate::store::Store;
 pub use error::AdminError;
+use pointhook_common::clock::Clock;
+use pointhook_common::response;
 
 /// What every route reaches for.
 pub struct AdminState {

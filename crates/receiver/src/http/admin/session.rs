@@ -242,7 +242,7 @@ pub async fn login(
     .await
     .unwrap_or(false);
     if !ok {
-        tracing::info!(operator = %crate::text::printable(&name), "console sign-in refused");
+        tracing::info!(operator = %pointhook_common::text::printable(&name), "console sign-in refused");
         return Ok(login_page(
             &s,
             StatusCode::UNAUTHORIZED,

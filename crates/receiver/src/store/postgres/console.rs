@@ -7,13 +7,13 @@ use super::PgStore;
 use super::console_lists::{self as lists, AUDIT_COLUMNS, audit_row};
 use super::console_reads as reads;
 use super::listen::Channel;
-use crate::clock::rfc3339;
 use crate::domain::{AuditOutcome, JobState};
 use crate::store::StoreError;
 use crate::store::console_views::*;
 use crate::store::views::{
     DeliveryFilter, DeliverySummary, EventSummary, JobSummary, ReviewView, clamp,
 };
+use pointhook_common::clock::rfc3339;
 
 impl PgStore {
     pub async fn add_operator(

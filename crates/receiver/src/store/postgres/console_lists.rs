@@ -12,11 +12,11 @@ use super::console_reads::rows;
 use super::reads::{
     DELIVERY_COLUMNS, EVENT_COLUMNS, JOB_COLUMNS, delivery_summary, event_summary, job_summary,
 };
-use crate::clock::rfc3339;
 use crate::domain::{EventState, JobKind, JobState, Kind};
 use crate::store::StoreError;
 use crate::store::console_views::*;
 use crate::store::views::{DeliveryFilter, DeliverySummary, EventSummary, JobSummary, clamp};
+use pointhook_common::clock::rfc3339;
 
 /// How a row says where the next page starts.
 type CursorOf = Box<dyn Fn(&Row) -> Result<String, StoreError>>;

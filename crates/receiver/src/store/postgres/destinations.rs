@@ -8,11 +8,11 @@ use super::PgStore;
 use super::events::disable;
 use super::listen::Channel;
 use super::prepared::prepared;
-use crate::clock::rfc3339;
 use crate::domain::{DestinationState, EventState};
 use crate::store::StoreError;
 use crate::store::model::Recovery;
 use crate::store::views::{DestinationView, RecoveryView};
+use pointhook_common::clock::rfc3339;
 
 const LIST: &str =
     "SELECT d.name, d.url, d.state, d.disabled_reason, d.disabled_at, d.failing_since,

@@ -11,11 +11,11 @@ use super::PgStore;
 use super::listen::Channel;
 use super::prepared::prepared;
 use super::work::lease_rows;
-use crate::clock::rfc3339;
 use crate::domain::{DestinationState, EventState};
 use crate::store::StoreError;
 use crate::store::model::{Attempted, BatchHealth, EventOutcome, Lease, LeasedEvent, Recorded};
 use crate::store::views::EventDelivery;
+use pointhook_common::clock::rfc3339;
 
 const LEASE: &str = "WITH taken AS (
          UPDATE outbox SET lease_until = $2 + $3

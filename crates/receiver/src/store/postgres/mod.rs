@@ -50,10 +50,10 @@ use super::model::{
     FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting, Take,
 };
 use super::{CommitHealth, StoreError};
-use crate::clock::unix_ms_now;
 use crate::domain::Effects;
 use crate::domain::verdict::DecisionRules;
 use listen::{Broadcast, Channel};
+use pointhook_common::clock::unix_ms_now;
 use work::IngestParams;
 
 pub use listen::Wakers;

@@ -7,10 +7,10 @@ use deadpool_postgres::Client;
 use super::reads::{
     DELIVERY_COLUMNS, EVENT_COLUMNS, delivery_summary, event_summary, fetches_of, ts,
 };
-use crate::clock::rfc3339;
 use crate::store::StoreError;
 use crate::store::console_views::event_data;
 use crate::store::views::{DecisionView, OrderView, order_kind};
+use pointhook_common::clock::rfc3339;
 
 pub async fn get_order(
     c: &Client,

@@ -6,10 +6,10 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use crate::clock::rfc3339;
 use crate::domain::{EventState, JobKind, JobState, Kind, SignatureStatus};
 use crate::store::StoreError;
 use crate::store::views::*;
+use pointhook_common::clock::rfc3339;
 
 pub(super) fn ts(ms: Option<i64>) -> Option<String> {
     ms.map(rfc3339)

@@ -16,7 +16,7 @@ pub fn connector(config: &Config) -> Result<Option<MakeRustlsConnect>, StoreErro
     match config.get_ssl_mode() {
         SslMode::Require => {
             use rustls_platform_verifier::ConfigVerifierExt;
-            crate::tls::install_default_provider();
+            pointhook_common::tls::install_default_provider();
             let tls = rustls::ClientConfig::with_platform_verifier().map_err(|e| {
                 StoreError::Unavailable(format!("cannot set up TLS to the database: {e}"))
             })?;

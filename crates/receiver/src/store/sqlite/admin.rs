@@ -6,9 +6,9 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use crate::clock::rfc3339;
 use crate::domain::{EventState, JobKind, JobState, Kind, SignatureStatus};
 use crate::store::views::*;
+use pointhook_common::clock::rfc3339;
 
 pub(super) fn ts(ms: Option<i64>) -> Option<String> {
     ms.map(rfc3339)

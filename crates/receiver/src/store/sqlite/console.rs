@@ -7,11 +7,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteStore;
 use super::console_lists::{self as lists, AUDIT_COLUMNS, audit_row};
 use super::console_reads as reads;
-use crate::clock::rfc3339;
 use crate::domain::AuditOutcome;
 use crate::store::StoreError;
 use crate::store::console_views::*;
 use crate::store::views::{ReviewView, clamp};
+use pointhook_common::clock::rfc3339;
 
 pub(super) fn add_operator(
     c: &Connection,

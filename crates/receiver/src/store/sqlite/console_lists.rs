@@ -9,10 +9,10 @@ use rusqlite::{Connection, params};
 use super::admin::{
     DELIVERY_COLUMNS, EVENT_COLUMNS, JOB_COLUMNS, delivery_summary, event_summary, job_summary,
 };
-use crate::clock::rfc3339;
 use crate::domain::{EventState, JobState, Kind};
 use crate::store::console_views::*;
 use crate::store::views::{DeliveryFilter, DeliverySummary, EventSummary, JobSummary, clamp};
+use pointhook_common::clock::rfc3339;
 
 /// `time.account.order`: where an order list goes on.
 fn order_cursor(text: &str) -> Option<(i64, String, String)> {

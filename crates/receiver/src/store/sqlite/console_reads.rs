@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::admin::{DELIVERY_COLUMNS, JOB_COLUMNS, delivery_summary, job_summary};
 use super::reviews;
-use crate::clock::rfc3339;
 use crate::domain::{EventState, JobState, PlatformOrderId, Review};
 use crate::store::console_views::*;
 use crate::store::views::{DeliverySummary, ReviewView};
+use pointhook_common::clock::rfc3339;
 
 /// Dead jobs the inbox reads at most (it groups them by cause).
 const DEAD_JOBS: i64 = 5000;

@@ -5,11 +5,11 @@ use rusqlite::{Connection, params};
 
 use super::SqliteStore;
 use super::events::{disable, summarize};
-use crate::clock::rfc3339;
 use crate::domain::{DestinationState, EventState};
 use crate::store::StoreError;
 use crate::store::model::Recovery;
 use crate::store::views::{DestinationView, RecoveryView};
+use pointhook_common::clock::rfc3339;
 
 impl SqliteStore {
     pub async fn register_destinations(

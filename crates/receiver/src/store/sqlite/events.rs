@@ -6,11 +6,11 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
-use crate::clock::rfc3339;
 use crate::domain::{DestinationState, EventState};
 use crate::store::StoreError;
 use crate::store::model::{Attempted, BatchHealth, EventOutcome, Lease, LeasedEvent, Recorded};
 use crate::store::views::EventDelivery;
+use pointhook_common::clock::rfc3339;
 
 impl SqliteStore {
     pub async fn lease_events(

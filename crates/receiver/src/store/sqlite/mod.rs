@@ -48,10 +48,10 @@ use super::model::{
     FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting, Take,
 };
 use super::views::{Answer, ReviewView};
-use crate::clock::unix_ms_now;
 use crate::domain::verdict::DecisionRules;
 use crate::domain::{Effects, Review, ReviewSeen};
 use files::{open_connection, take_ownership};
+use pointhook_common::clock::unix_ms_now;
 use writer::Writer;
 
 impl From<rusqlite::Error> for StoreError {

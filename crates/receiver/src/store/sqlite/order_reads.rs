@@ -7,9 +7,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::admin::{
     DELIVERY_COLUMNS, EVENT_COLUMNS, delivery_summary, event_summary, fetches_of, ts,
 };
-use crate::clock::rfc3339;
 use crate::store::console_views::event_data;
 use crate::store::views::{DecisionView, OrderView, order_kind};
+use pointhook_common::clock::rfc3339;
 
 pub(super) fn get_order(
     conn: &Connection,

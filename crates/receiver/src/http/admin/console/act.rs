@@ -151,8 +151,8 @@ pub async fn retry_group(
         "{} on {} between {} and {}",
         f.class,
         f.endpoint,
-        crate::clock::rfc3339(f.hour),
-        crate::clock::rfc3339(f.hour.saturating_add(3_600_000))
+        pointhook_common::clock::rfc3339(f.hour),
+        pointhook_common::clock::rfc3339(f.hour.saturating_add(3_600_000))
     );
     let group = format!("{}/{}/{}", f.class, f.endpoint, f.hour);
     let acted = s
@@ -205,7 +205,10 @@ pub async fn acknowledge(
         "at_risk:" => "an order at risk",
         _ => "an order released before a fraud alert",
     };
-    let detail = format!("acknowledge {what} ({})", crate::text::printable(&f.item));
+    let detail = format!(
+        "acknowledge {what} ({})",
+        pointhook_common::text::printable(&f.item)
+    );
     let acted = s
         .actions()
         .acknowledge(

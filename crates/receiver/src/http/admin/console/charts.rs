@@ -53,12 +53,12 @@ fn number(v: f64) -> String {
 }
 
 fn hhmm(ms: i64) -> String {
-    let text = crate::clock::rfc3339(ms);
+    let text = pointhook_common::clock::rfc3339(ms);
     text.get(11..16).unwrap_or("").to_string()
 }
 
 fn day(ms: i64) -> String {
-    let text = crate::clock::rfc3339(ms);
+    let text = pointhook_common::clock::rfc3339(ms);
     text.get(5..10).unwrap_or("").to_string()
 }
 

@@ -241,7 +241,7 @@ pub async fn page(
             let pass = match (&st.last_pass_at, &st.last_report) {
                 (Some(at), Some(r)) => format!(
                     "last pass at {}: {} changes listed, {} known, {} waiting, {} missed",
-                    crate::clock::rfc3339(*at),
+                    pointhook_common::clock::rfc3339(*at),
                     r.found,
                     r.known,
                     r.waiting,

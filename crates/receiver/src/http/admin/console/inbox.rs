@@ -209,8 +209,8 @@ pub fn group(jobs: Vec<JobSummary>) -> Vec<Group> {
             None => groups.push(Group {
                 window: format!(
                     "{} and {}",
-                    crate::clock::rfc3339(hour),
-                    crate::clock::rfc3339(hour + HOUR_MS)
+                    pointhook_common::clock::rfc3339(hour),
+                    pointhook_common::clock::rfc3339(hour + HOUR_MS)
                 ),
                 class,
                 endpoint,
