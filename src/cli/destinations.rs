@@ -6,8 +6,11 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::Subcommand;
-use pointhook::store::{DestinationView, Recovery, Store, unix_ms_now};
+use pointhook::actions::Done;
+use pointhook::operators::Actor;
+use pointhook::store::{DestinationView, Store, unix_ms_now};
 
+use super::operators::{acting, finished};
 use super::render::{Format, fields, print, table};
 
 #[derive(Debug, Subcommand)]
@@ -70,18 +73,24 @@ pub async fn run(store: &Store, cmd: Destinations) -> anyhow::Result<()> {
             print(&format, &d, show)
         }
         Destinations::Enable { name } => {
-            if !store.enable_destination(&name, now).await? {
-                bail!("no destination {name:?} is configured");
-            }
+            known(store, &name, now).await?;
+            finished(
+                acting(store, false)
+                    .enable_destination(&Actor::cli(), &name)
+                    .await?,
+            )?;
             println!(
                 "{name} is enabled; events paused meanwhile wait for `pointhook destinations recover {name} --since …`"
             );
             Ok(())
         }
         Destinations::Disable { name, reason } => {
-            if !store.disable_destination(&name, &reason, now).await? {
-                bail!("no destination {name:?} is configured");
-            }
+            known(store, &name, now).await?;
+            finished(
+                acting(store, false)
+                    .disable_destination(&Actor::cli(), &name, &reason)
+                    .await?,
+            )?;
             println!("{name} is disabled; its events wait, paused");
             Ok(())
         }
@@ -91,12 +100,15 @@ pub async fn run(store: &Store, cmd: Destinations) -> anyhow::Result<()> {
             no_wait,
         } => {
             let since = pointhook::store::unix_ms(since);
-            match store.recover_destination(&name, since, now).await? {
-                Recovery::NotFound => bail!("no destination {name:?} is configured"),
-                Recovery::Disabled => {
+            known(store, &name, now).await?;
+            let acted = acting(store, false)
+                .recover_destination(&Actor::cli(), &name, since)
+                .await?;
+            match acted.done {
+                Done::Refused(_) => {
                     bail!("{name} is disabled: `pointhook destinations enable {name}` first")
                 }
-                Recovery::Queued(n) => {
+                Done::Done(n) => {
                     println!("{n} events for {name} queued again, oldest first");
                     if n > 0 && !no_wait {
                         follow(store, &name).await?;
@@ -183,4 +195,12 @@ fn show(d: &DestinationView) -> String {
         ));
     }
     fields(&pairs)
+}
+
+/// Refuses, in one line, a name no destination has.
+async fn known(store: &Store, name: &str, now: i64) -> anyhow::Result<()> {
+    if store.destination(name, now).await?.is_none() {
+        bail!("no destination {name:?} is configured");
+    }
+    Ok(())
 }

@@ -247,6 +247,22 @@ async fn a_410_disables_and_recover_since_delivers_the_held_events_with_their_id
     let (_, shop) = app.admin("GET", "/api/destinations/shop", TOKEN).await;
     assert_eq!(shop["state"], "enabled");
     assert_eq!(shop["backlog"], 0);
+    // Each action of a person on the destination is in the audit, as `api`,
+    // the refused recovery too.
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit WHERE item = 'destination:shop' AND actor = 'api'"),
+        3,
+        "the recovery refused while disabled, the enable, the recovery"
+    );
+    // The CLI acts as the OS user, through the same record.
+    let (ok, _, err) = cli_async(&app, &["destinations", "disable", "shop"]).await;
+    assert!(ok, "{err}");
+    let (ok, _, err) = cli_async(&app, &["destinations", "enable", "nope"]).await;
+    assert!(!ok && err.contains("no destination"), "{err}");
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit WHERE item = 'destination:shop'"),
+        4
+    );
     assert_eq!(shop["recovery"]["delivered"], 2, "{shop}");
     assert_eq!(shop["recovery"]["waiting"], 0);
     app.stop().await;

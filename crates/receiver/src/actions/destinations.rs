@@ -37,6 +37,40 @@ impl Actions {
             .await
     }
 
+    /// New events for `name` wait, paused, until it is enabled again.
+    pub async fn disable_destination(
+        &self,
+        who: &Actor,
+        name: &str,
+        reason: &str,
+    ) -> Result<Acted<()>, StoreError> {
+        let shown = pointhook_common::text::printable(name);
+        let about = About {
+            item: format!("destination:{name}"),
+            account: None,
+            order_id: None,
+            detail: format!(
+                "disable destination {shown}: {}",
+                pointhook_common::text::printable(reason)
+            ),
+        };
+        let run = async {
+            Ok(
+                if self
+                    .store
+                    .disable_destination(name, reason, self.now())
+                    .await?
+                {
+                    Done::Done(())
+                } else {
+                    Done::Refused(format!("no destination {shown}"))
+                },
+            )
+        };
+        self.audited(who, Action::Disable, about, run, |_| "disabled".into())
+            .await
+    }
+
     /// Every event for `name` decided since `since` (unix ms) that failed,
     /// was paused or gave up is sent again, oldest first.
     pub async fn recover_destination(

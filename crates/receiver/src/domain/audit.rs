@@ -42,6 +42,8 @@ pub enum Action {
     Recover = 7,
     /// A message sent to a channel of `[[alerts]]`.
     Alert = 8,
+    /// A destination disabled by a person: its events wait, paused.
+    Disable = 9,
 }
 
 /// How an action ended.

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use super::Shared;
 use super::error::{AdminError, Result};
-use crate::store::Recovery;
+use crate::actions::Done;
+use crate::operators::Actor;
 
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
@@ -39,11 +40,14 @@ async fn show(State(s): State<Shared>, Path(name): Path<String>) -> Result<Respo
 }
 
 async fn enable(State(s): State<Shared>, Path(name): Path<String>) -> Result<Response> {
-    if !s.store.enable_destination(&name, s.now()).await? {
-        return Err(unknown(&name));
-    }
+    known(&s, &name).await?;
+    let acted = s.actions().enable_destination(&Actor::api(), &name).await?;
+    refused(acted.done, "not_enabled")?;
     tracing::info!(destination = %name, by = "api", "destination enabled");
-    Ok(axum::Json(json!({"destination": name, "state": "enabled"})).into_response())
+    Ok(
+        axum::Json(json!({"destination": name, "state": "enabled", "audit_id": acted.audit}))
+            .into_response(),
+    )
 }
 
 async fn disable(
@@ -53,9 +57,12 @@ async fn disable(
 ) -> Result<Response> {
     let given = field(&body, "reason")?;
     let reason = given.unwrap_or_else(|| "disabled by a person (admin API)".into());
-    if !s.store.disable_destination(&name, &reason, s.now()).await? {
-        return Err(unknown(&name));
-    }
+    known(&s, &name).await?;
+    let acted = s
+        .actions()
+        .disable_destination(&Actor::api(), &name, &reason)
+        .await?;
+    refused(acted.done, "not_disabled")?;
     tracing::info!(destination = %name, by = "api", "destination disabled");
     Ok(axum::Json(json!({"destination": name, "state": "disabled"})).into_response())
 }
@@ -70,19 +77,39 @@ async fn recover(
     let since = humantime::parse_rfc3339_weak(&text)
         .map(crate::store::unix_ms)
         .map_err(|_| AdminError::BadRequest(format!("since must be RFC 3339, not {text:?}")))?;
-    match s.store.recover_destination(&name, since, s.now()).await? {
-        Recovery::NotFound => Err(unknown(&name)),
-        Recovery::Disabled => Err(AdminError::Conflict {
+    known(&s, &name).await?;
+    let acted = s
+        .actions()
+        .recover_destination(&Actor::api(), &name, since)
+        .await?;
+    match acted.done {
+        Done::Refused(message) => Err(AdminError::Conflict {
             code: "destination_disabled",
-            message: format!("destination {name} is disabled: enable it first"),
+            message,
         }),
-        Recovery::Queued(n) => {
+        Done::Done(n) => {
             tracing::info!(destination = %name, by = "api", since = %text, queued = n, "destination recovering");
             Ok(
                 axum::Json(json!({"destination": name, "since": text, "queued": n}))
                     .into_response(),
             )
         }
+    }
+}
+
+/// 404 for a name no destination has.
+async fn known(s: &Shared, name: &str) -> Result<()> {
+    match s.store.destination(name, s.now()).await? {
+        Some(_) => Ok(()),
+        None => Err(unknown(name)),
+    }
+}
+
+/// What was done, or a 409 naming why not.
+fn refused<T>(d: Done<T>, code: &'static str) -> Result<T> {
+    match d {
+        Done::Done(t) => Ok(t),
+        Done::Refused(message) => Err(AdminError::Conflict { code, message }),
     }
 }
 
