@@ -12,7 +12,7 @@ fn main() -> ExitCode {
 }
 
 // The ack path allocates a handful of small buffers per request on two
-// threads; with mimalloc's per-thread free lists docs/benchmark.md's benchmark
+// threads; with mimalloc's per-thread free lists docs/perf.md's benchmark
 // acked more per second than with the system allocator in every round.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
