@@ -10,7 +10,8 @@ use crate::domain::{Kind, PaymentId, SignatureStatus, Work};
 use crate::retry::{backoff, clamp_retry_after};
 use crate::store::{NewDelivery, NewJob, Sighting, fingerprint};
 
-use super::pass::TRIES;
+/// Tries of one search call that the platform asks to repeat (429, 5xx).
+const TRIES: u32 = 6;
 
 /// A change a search listed.
 pub(super) struct Change {

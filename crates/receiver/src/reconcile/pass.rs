@@ -24,8 +24,6 @@ const MAX_OFFSET: u64 = 10_000;
 const INTENT_DAYS: i64 = 30;
 /// Longest span of days one search of the Orders API may cover.
 const PLATFORM_ORDER_DAYS: u16 = 30;
-/// Tries of one search call that the platform asks to repeat (429, 5xx).
-pub(super) const TRIES: u32 = 6;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PassError {

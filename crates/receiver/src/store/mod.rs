@@ -34,8 +34,8 @@ pub use views::{
     MetricsSnapshot, OrderView, PRUNE_BATCH, Pruned, RecoveryView, ReviewView,
 };
 
+use crate::domain::Effects;
 use crate::domain::verdict::DecisionRules;
-use crate::domain::{Effects, EventState, JobState, Review, ReviewSeen};
 
 /// Why storage failed, whatever the backend.
 #[derive(Debug, thiserror::Error)]
@@ -124,36 +124,8 @@ impl CommitHealth {
 }
 
 #[cfg(test)]
-mod commit_health_tests {
-    use super::CommitHealth;
-
-    #[test]
-    fn the_outcome_recorded_last_wins_however_close_together() {
-        let h = CommitHealth::default();
-        assert!(!h.failing(), "nothing recorded yet");
-        h.record(true);
-        h.record(false);
-        assert!(h.failing(), "a failure right after a success");
-        h.record(true);
-        assert!(!h.failing());
-    }
-
-    #[test]
-    fn failures_are_timed_from_the_first_of_a_run() {
-        let h = CommitHealth::default();
-        assert_eq!(h.failing_for(), None);
-        h.record(false);
-        let first = h.failing_for().expect("failing");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        h.record(false);
-        assert!(
-            h.failing_for().unwrap() > first,
-            "still timed from the first"
-        );
-        h.record(true);
-        assert_eq!(h.failing_for(), None);
-    }
-}
+#[path = "commit_health_tests.rs"]
+mod commit_health_tests;
 
 /// Where the data lives, from `[storage]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,8 +207,10 @@ macro_rules! on {
 // Their methods use `on!`, so they are declared after it.
 mod alerts;
 mod console;
+mod inspect;
 mod maintenance;
 mod outbox;
+mod reviews;
 
 /// How long a readiness answer is kept.
 const READY_CACHE: Duration = Duration::from_secs(1);
@@ -486,139 +460,6 @@ impl Store {
             Backend::Sqlite(_) => Some(Leadership(None)),
             Backend::Postgres(b) => b.lead().await?.map(|l| Leadership(Some(l))),
         })
-    }
-
-    /// The latest review of the alert behind a job, if there is one.
-    pub async fn latest_review(
-        &self,
-        account: String,
-        job_key: String,
-    ) -> Result<Option<ReviewSeen>, StoreError> {
-        on!(self, b => b.latest_review(account, job_key).await)
-    }
-
-    /// Fraud alerts held for a person, newest first (`None`: every state),
-    /// older than the review `before` when given (the next page).
-    pub async fn reviews(
-        &self,
-        state: Option<Review>,
-        before: Option<i64>,
-        limit: usize,
-    ) -> Result<Vec<ReviewView>, StoreError> {
-        let limit = limit.clamp(1, MAX_LIMIT) as i64;
-        let before = before.unwrap_or(i64::MAX);
-        on!(self, b => b.reviews(state, before, limit).await)
-    }
-
-    /// A person confirms a held alert: its job runs the cancel or refund.
-    pub async fn confirm_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
-        let answer = on!(self, b => b.confirm_review(id, now).await)?;
-        self.inner.jobs_ready.notify_one();
-        Ok(answer)
-    }
-
-    /// A person dismisses a held alert: the block goes, the order is
-    /// looked at again.
-    pub async fn dismiss_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
-        let rules = self.inner.rules.clone();
-        let (answer, emitted) = on!(self, b => b.dismiss_review(id, now, rules).await)?;
-        if !emitted.is_empty() {
-            self.inner.events_ready.notify_one();
-        }
-        self.inner.jobs_ready.notify_one();
-        Ok(answer)
-    }
-
-    /// Newest first. An unknown `kind` matches nothing.
-    pub async fn list_deliveries(
-        &self,
-        filter: DeliveryFilter,
-    ) -> Result<Vec<DeliverySummary>, StoreError> {
-        on!(self, b => b.list_deliveries(filter).await)
-    }
-
-    pub async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryDetail>, StoreError> {
-        on!(self, b => b.get_delivery(id).await)
-    }
-
-    /// Dead first, then running, pending and done; newest first within each.
-    /// One state at a time, so a listing reads only what it shows: the few
-    /// unfinished jobs, and the many done ones only as far as the limit.
-    pub async fn list_jobs(
-        &self,
-        state: Option<JobState>,
-        limit: usize,
-    ) -> Result<Vec<JobSummary>, StoreError> {
-        use JobState::*;
-        let states = state.map_or_else(|| vec![Dead, Running, Pending, Done], |s| vec![s]);
-        let limit = views::clamp(limit);
-        let mut jobs = Vec::new();
-        for state in states {
-            let left = limit - jobs.len() as i64;
-            if left <= 0 {
-                break;
-            }
-            jobs.extend(on!(self, b => b.list_jobs_in(state, left).await)?);
-        }
-        Ok(jobs)
-    }
-
-    pub async fn get_job(&self, id: i64) -> Result<Option<JobDetail>, StoreError> {
-        on!(self, b => b.get_job(id).await)
-    }
-
-    /// The job with `key` in `account`, if there is one.
-    pub async fn job_by_key(
-        &self,
-        account: String,
-        key: String,
-    ) -> Result<Option<JobSummary>, StoreError> {
-        on!(self, b => b.job_by_key(account, key).await)
-    }
-
-    /// A dead job runs again, with fresh attempts. `false`: no such dead job.
-    pub async fn retry_job(&self, id: i64, now: i64) -> Result<bool, StoreError> {
-        let retried = on!(self, b => b.retry_job(id, now).await)?;
-        self.inner.jobs_ready.notify_one();
-        Ok(retried)
-    }
-
-    pub async fn retry_dead_jobs(&self, now: i64) -> Result<usize, StoreError> {
-        let n = on!(self, b => b.retry_dead_jobs(now).await)?;
-        self.inner.jobs_ready.notify_one();
-        Ok(n)
-    }
-
-    /// A merchant order's state and its history; `None` when nothing is
-    /// known of it.
-    pub async fn get_order(
-        &self,
-        account: String,
-        order: String,
-    ) -> Result<Option<OrderView>, StoreError> {
-        on!(self, b => b.get_order(account, order).await)
-    }
-
-    /// Newest first, in the order recorded.
-    pub async fn list_events(
-        &self,
-        event_type: Option<String>,
-        state: Option<EventState>,
-        limit: usize,
-    ) -> Result<Vec<EventSummary>, StoreError> {
-        on!(self, b => b.list_events(event_type, state, limit).await)
-    }
-
-    /// The last API call and how the merchant's endpoint answers.
-    pub async fn health(&self) -> Result<Health, StoreError> {
-        on!(self, b => b.health().await)
-    }
-
-    /// Jobs by state and the outbox backlog, for `/metrics`.
-    pub async fn metrics_snapshot(&self, now: i64) -> Result<MetricsSnapshot, StoreError> {
-        let mut snapshot = on!(self, b => b.metrics_snapshot(now).await)?;
-        snapshot.destinations = self.destinations(now).await?;
-        Ok(snapshot)
     }
 
     /// Makes every commit fail (test builds only), to prove nothing that

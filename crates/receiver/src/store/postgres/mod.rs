@@ -23,6 +23,7 @@ pub(super) mod copy;
 mod decisions;
 mod destinations;
 mod enums;
+mod errors;
 mod events;
 mod inspect;
 mod listen;
@@ -58,40 +59,6 @@ use work::IngestParams;
 
 pub use listen::Wakers;
 pub use reconcile::Leader;
-
-impl From<tokio_postgres::Error> for StoreError {
-    fn from(e: tokio_postgres::Error) -> StoreError {
-        // A database error has a code; anything else (a connection gone,
-        // a timeout) means nothing was committed.
-        if let Some(db) = e.as_db_error() {
-            // The error's own Display says only "db error".
-            StoreError::Database(format!("{} ({})", db.message(), db.code().code()))
-        } else {
-            StoreError::Unavailable(with_causes(&e))
-        }
-    }
-}
-
-impl From<deadpool_postgres::PoolError> for StoreError {
-    fn from(e: deadpool_postgres::PoolError) -> StoreError {
-        StoreError::Unavailable(format!("no database connection: {}", with_causes(&e)))
-    }
-}
-
-/// An error and what caused it, on one line: the cause is what a person
-/// acts on ("error performing TLS handshake" alone says too little).
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut line = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !line.contains(&text) {
-            line = format!("{line}: {text}");
-        }
-        cause = c.source();
-    }
-    line
-}
 
 /// Deliveries committed together, at most.
 const MAX_BATCH: usize = 256;
