@@ -336,6 +336,13 @@ async fn a_confirmed_alert_is_refunded() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains(consequence) && err.contains("--yes"), "{err}");
     assert_eq!(held(&app).await.len(), 2, "nothing was done");
+    // On a terminal it says what confirming does and asks; "n" moves nothing.
+    let asked = on_a_terminal(&app, &["fraud", "confirm", &id], "n\n");
+    assert!(
+        asked.contains(consequence) && asked.contains("Confirm? [y/N]"),
+        "{asked}"
+    );
+    assert_eq!(held(&app).await.len(), 2, "answered no: nothing was done");
     let (ok, out, err) = cli(&app, &["fraud", "confirm", &id, "--yes"]);
     assert!(ok, "{err}");
     assert!(out.contains(&format!("confirmed: {consequence}")), "{out}");
@@ -488,4 +495,30 @@ async fn an_alert_naming_nothing_is_resolved_and_held() {
     assert_eq!(app.events().len(), 2);
     assert_eq!(reviews(&app, "rejected").await.len(), 1);
     app.stop().await;
+}
+
+/// Runs the binary on a pseudo-terminal (util-linux `script`), typing
+/// `input`; what the terminal showed.
+fn on_a_terminal(app: &TestApp, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let command = format!(
+        "{} {} --config {}",
+        env!("CARGO_BIN_EXE_pointhook"),
+        args.join(" "),
+        app.config_path.display()
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux script, for a pseudo-terminal");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
