@@ -71,6 +71,23 @@ async fn explain_tells_an_orders_story_with_the_reason_of_its_decision() {
         "{out}"
     );
 
+    // An order paid in full whose shipment is not ready waits, and says so.
+    api.payment("23064274474", "approved", "50", Some("4945357008"));
+    api.order(
+        "4945357008",
+        "50",
+        &[("23064274474", "50", "approved")],
+        Some("pending"),
+    );
+    app.post("topic=payment&id=23064274474", &[], None).await;
+    app.run_jobs().await;
+    let (ok, out, err) = cli_async(&app, &["explain", "4945357008"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("paid 50.00 of 50.00 from payment 23064274474 approved 50.00; first shipment pending → awaiting shipment"),
+        "{out}"
+    );
+
     let (ok, _, err) = cli_async(&app, &["explain", "no-such-thing"]).await;
     assert!(!ok);
     assert_eq!(err.trim(), "pointhook: nothing known by \"no-such-thing\"");
