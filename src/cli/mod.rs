@@ -208,13 +208,13 @@ pub fn main() -> ExitCode {
         }),
         Command::Orders(cmd) => load(&config).and_then(|c| {
             let accounts = c.accounts.iter().map(|a| a.name.clone()).collect();
-            with_store(&config, |store, _| async move {
+            opened(&c, |store, _| async move {
                 orders::run(&store, accounts, cmd).await
             })
         }),
         Command::Explain(args) => load(&config).and_then(|c| {
             let accounts = c.accounts.iter().map(|a| a.name.clone()).collect();
-            with_store(&config, |store, _| async move {
+            opened(&c, |store, _| async move {
                 explain::run(&store, accounts, args).await
             })
         }),
@@ -317,7 +317,16 @@ where
     F: FnOnce(Store, bool) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>>,
 {
-    let config = load(path)?;
+    opened(&load(path)?, f)
+}
+
+/// `with_store` for a configuration already loaded (a command that also
+/// needs the accounts' names reads the file once).
+fn opened<F, Fut>(config: &Config, f: F) -> Result<(), Failure>
+where
+    F: FnOnce(Store, bool) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
     let location = config.location().map_err(Failure::Config)?;
     let events = config.event_policy();
     let delivers = events.delivers();
