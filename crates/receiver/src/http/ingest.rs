@@ -11,8 +11,9 @@ use http::{HeaderMap, Request, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
-use super::classify::{Classified, ClassifyError, classify};
-use super::record::{self, TooLarge};
+use super::classify::{Classified, classify};
+use super::record;
+use super::refusal::Refusal;
 use crate::config::Account;
 use crate::domain::{Kind, SignatureStatus};
 use crate::store::{self, NewDelivery, NewJob, Store};
@@ -68,42 +69,6 @@ impl Accounts {
     }
 }
 
-/// A request the endpoint refuses, with the status that says why.
-struct Refusal {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-}
-
-impl Refusal {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Refusal {
-        Refusal {
-            status,
-            code,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<TooLarge> for Refusal {
-    fn from(e: TooLarge) -> Refusal {
-        let (status, code) = match e {
-            TooLarge::Query => (StatusCode::URI_TOO_LONG, "query_too_long"),
-            TooLarge::Header(_) | TooLarge::Headers => (
-                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                "header_too_large",
-            ),
-        };
-        Refusal::new(status, code, e.to_string())
-    }
-}
-
-impl From<ClassifyError> for Refusal {
-    fn from(e: ClassifyError) -> Refusal {
-        Refusal::new(StatusCode::BAD_REQUEST, e.code(), e.to_string())
-    }
-}
-
 impl Ingest {
     pub async fn handle(&self, req: Request<Incoming>, peer: SocketAddr) -> hyper::Response<Body> {
         let started = Instant::now();
@@ -118,9 +83,9 @@ impl Ingest {
                 answer
             }
             Err(r) => {
-                self.metrics.delivery("unknown", r.code);
-                tracing::info!(status = r.status.as_u16(), error = r.code, message = %pointhook_common::text::printable(&r.message), %peer, "notification refused");
-                response::error(r.status, r.code, &r.message)
+                self.metrics.delivery("unknown", r.code());
+                tracing::info!(status = r.status().as_u16(), error = r.code(), message = %pointhook_common::text::printable(&r.to_string()), %peer, "notification refused");
+                r.answer()
             }
         }
     }
@@ -136,7 +101,7 @@ impl Ingest {
         let account = self
             .accounts
             .select(query.account())
-            .map_err(|m| Refusal::new(StatusCode::NOT_FOUND, "unknown_account", m))?;
+            .map_err(Refusal::UnknownAccount)?;
 
         let (parts, body) = req.into_parts();
         let headers = record::kept_headers(&parts.headers)?;
@@ -181,7 +146,7 @@ impl Ingest {
 
         let ingested = self.store.ingest(delivery).await.map_err(|e| {
             tracing::error!(error = %e, "delivery not stored: answering 503 so the platform sends it again");
-            Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable", "storage is unavailable; send again later")
+            Refusal::StorageUnavailable
         })?;
 
         let ignored = classified.work.is_none();
@@ -215,13 +180,7 @@ impl Ingest {
     }
 
     async fn read_body(&self, headers: &HeaderMap, body: Incoming) -> Result<Bytes, Refusal> {
-        let too_large = || {
-            Refusal::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                format!("body is larger than {} bytes", self.max_body_bytes),
-            )
-        };
+        let too_large = || Refusal::BodyTooLarge(self.max_body_bytes);
         let declared = headers
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
@@ -234,21 +193,11 @@ impl Ingest {
             Limited::new(body, self.max_body_bytes).collect(),
         )
         .await
-        .map_err(|_| {
-            Refusal::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "read_timeout",
-                "the body took too long to arrive",
-            )
-        })?;
+        .map_err(|_| Refusal::ReadTimeout)?;
         match collected {
             Ok(c) => Ok(c.to_bytes()),
             Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-            Err(e) => Err(Refusal::new(
-                StatusCode::BAD_REQUEST,
-                "unreadable_body",
-                format!("cannot read the body: {e}"),
-            )),
+            Err(e) => Err(Refusal::UnreadableBody(e.to_string())),
         }
     }
 
@@ -298,11 +247,7 @@ impl Ingest {
                 None => verify::SignatureError::Missing,
                 Some(_) => verify::SignatureError::Unbound,
             };
-            return Err(Refusal::new(
-                StatusCode::UNAUTHORIZED,
-                "bad_signature",
-                error.to_string(),
-            ));
+            return Err(Refusal::BadSignature(error));
         };
         let secrets: Vec<&[u8]> = account
             .webhook_secrets
@@ -327,11 +272,7 @@ impl Ingest {
             }
             Err(e) => {
                 self.metrics.signature_failed();
-                Err(Refusal::new(
-                    StatusCode::UNAUTHORIZED,
-                    "bad_signature",
-                    e.to_string(),
-                ))
+                Err(Refusal::BadSignature(e))
             }
         }
     }

@@ -9,6 +9,7 @@ mod health;
 pub mod ingest;
 mod lenient_json;
 pub mod record;
+mod refusal;
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http::{Method, Request, Response};
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -97,14 +98,7 @@ impl Router {
             {
                 tracing::info!(%peer, "rate limited");
                 self.ingest.metrics.rate_limited();
-                let mut res = response::error(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "rate_limited",
-                    "too many requests from this address",
-                );
-                res.headers_mut()
-                    .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return res;
+                return refusal::Refusal::RateLimited.answer();
             }
             return self.ingest.handle(req, peer).await;
         }
