@@ -120,10 +120,10 @@ async fn show(store: &Store, id: String, account: String, format: Format) -> any
     print(&format, &o, |o| {
         let mut s = fields(&[
             (
-                if o.kind == "platform_order" {
-                    "order (Orders API)"
-                } else {
-                    "merchant order"
+                match o.kind {
+                    "platform_order" => "order (Orders API)",
+                    "payment_intent" => "payment intent",
+                    _ => "merchant order",
                 },
                 o.merchant_order_id.clone(),
             ),

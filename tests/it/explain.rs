@@ -5,15 +5,21 @@ use serde_json::Value;
 
 use crate::helpers::*;
 use crate::platform::*;
+use crate::platform_orders;
 
-on_both_backends!(explain_tells_an_orders_story_with_the_reason_of_its_decision);
+on_both_backends!(
+    explain_tells_an_orders_story_with_the_reason_of_its_decision,
+    an_intent_confirmed_is_explained,
+    a_fraud_block_is_explained,
+    an_orders_api_order_is_explained,
+);
 
 const ORDER: &str = "4945357007";
 const PAYMENT: &str = "23064274473";
 
 async fn explain_tells_an_orders_story_with_the_reason_of_its_decision() {
     let api = FakeApi::start().await;
-    let app = spawn_app_with(TestConfig::default().api(&api.uri())).await;
+    let app = spawn_app_with(TestConfig::default().api(&api.uri()).admin(TOKEN)).await;
     api.payment(PAYMENT, "approved", "100", Some(ORDER));
     api.order(ORDER, "100", &[(PAYMENT, "100", "approved")], None);
     app.post(&format!("topic=payment&id={PAYMENT}"), &[], None)
@@ -81,15 +87,138 @@ async fn explain_tells_an_orders_story_with_the_reason_of_its_decision() {
     );
     app.post("topic=payment&id=23064274474", &[], None).await;
     app.run_jobs().await;
-    let (ok, out, err) = cli_async(&app, &["explain", "4945357008"]).await;
-    assert!(ok, "{err}");
-    assert!(
-        out.contains("paid 50.00 of 50.00 from payment 23064274474 approved 50.00; first shipment pending → awaiting shipment"),
-        "{out}"
-    );
+    told_everywhere(
+        &app,
+        "4945357008",
+        "order.awaiting_shipment",
+        &["paid 50.00 of 50.00 from payment 23064274474 approved 50.00; first shipment pending → awaiting shipment"],
+    )
+    .await;
+    told_everywhere(&app, ORDER, "order.released", &["paid 100.00 of 100.00"]).await;
 
     let (ok, _, err) = cli_async(&app, &["explain", "no-such-thing"]).await;
     assert!(!ok);
     assert_eq!(err.trim(), "pointhook: nothing known by \"no-such-thing\"");
+    app.stop().await;
+}
+
+const TOKEN: &str = "explain-admin-secret-0123456789abcdef";
+
+/// `explain ID`, `orders show ID` and `/api/orders/ID` each tell the
+/// decision `event` of `id` with a reason containing every one of `says`.
+async fn told_everywhere(app: &TestApp, id: &str, event: &str, says: &[&str]) {
+    let holds = |reason: &str| says.iter().all(|s| reason.contains(s));
+    let (ok, out, err) = cli_async(app, &["explain", id]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("  decision") && l.contains(event) && holds(l)),
+        "explain: no {event} decision saying {says:?} in\n{out}"
+    );
+
+    let (ok, out, err) = cli_async(app, &["orders", "show", id]).await;
+    assert!(ok, "{err}");
+    let why = out.split("decisions (why):").nth(1).unwrap_or_default();
+    assert!(
+        why.lines()
+            .any(|l| l.contains(&format!("{event}: ")) && holds(l)),
+        "orders show: no {event} reason saying {says:?} in\n{out}"
+    );
+
+    let (status, o) = app.admin("GET", &format!("/api/orders/{id}"), TOKEN).await;
+    assert_eq!(status, 200, "{o}");
+    assert!(
+        o["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| { d["event_type"] == event && d["reason"].as_str().is_some_and(holds) }),
+        "/api/orders: no {event} reason saying {says:?} in {o}"
+    );
+}
+
+async fn an_intent_confirmed_is_explained() {
+    let api = FakeApi::start().await;
+    let app = spawn_app_with(TestConfig::default().api(&api.uri()).admin(TOKEN)).await;
+    let intent = "7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1";
+    api.intent(intent, "CONFIRMATION_REQUIRED", Some(PAYMENT));
+    api.payment(PAYMENT, "approved", "15", None);
+    app.post(
+        &format!("type=point_integration_wh&data.id={intent}"),
+        &[],
+        None,
+    )
+    .await;
+    app.run_jobs().await;
+    assert_eq!(app.event_types(), ["payment_intent.confirmed"]);
+    told_everywhere(
+        &app,
+        intent,
+        "payment_intent.confirmed",
+        &[
+            "intent CONFIRMATION_REQUIRED",
+            &format!("payment {PAYMENT} approved, amount 15.00 matches"),
+            "→ confirmed",
+        ],
+    )
+    .await;
+    let (ok, out, _) = cli_async(&app, &["orders", "show", intent]).await;
+    assert!(ok && out.contains("payment intent"), "{out}");
+    app.stop().await;
+}
+
+async fn a_fraud_block_is_explained() {
+    let api = FakeApi::start().await;
+    let app = spawn_app_with(TestConfig::acting().api(&api.uri()).admin(TOKEN)).await;
+    api.payment(PAYMENT, "in_process", "250", Some(ORDER));
+    app.post_fixture(&fixture("ipn-fraud-alert.json")).await;
+    app.run_jobs().await;
+    assert_eq!(app.event_types(), ["order.blocked", "payment.cancelled"]);
+    told_everywhere(
+        &app,
+        ORDER,
+        "order.blocked",
+        &[&format!(
+            "the API confirms payment {PAYMENT} (in_process) is in merchant order {ORDER} → blocked"
+        )],
+    )
+    .await;
+    // The story goes on to the payment the alert undid, which says the
+    // state it was left in.
+    let (ok, out, err) = cli_async(&app, &["explain", ORDER]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.lines().any(|l| l.contains("payment.cancelled")
+            && l.contains(&format!(
+                "payment {PAYMENT} was in_process for 250.00 → cancelled"
+            ))),
+        "{out}"
+    );
+    let cancelled = app.events().pop().unwrap().1;
+    assert_eq!(cancelled["status"], "cancelled");
+    app.stop().await;
+}
+
+async fn an_orders_api_order_is_explained() {
+    let api = wiremock::MockServer::start().await;
+    platform_orders::serve(
+        &api,
+        platform_orders::order("action_required", serde_json::json!({})),
+        Some("approved"),
+    )
+    .await;
+    let app = spawn_app_with(TestConfig::default().api(&api.uri()).admin(TOKEN)).await;
+    platform_orders::notify(&app, "order.action_required").await;
+    app.run_jobs().await;
+    told_everywhere(
+        &app,
+        platform_orders::ID,
+        "platform_order.confirmed",
+        &[&format!(
+            "order {} action_required, its payment approved → confirmed",
+            platform_orders::ID
+        )],
+    )
+    .await;
     app.stop().await;
 }

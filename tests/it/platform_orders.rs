@@ -8,10 +8,10 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::helpers::{TestApp, TestConfig, answer, cli_async, fixture, spawn_app_with};
 
-const ID: &str = "ORD01JYH1Z1YJN4HZ8J3Q0RB3YP6D";
+pub(crate) const ID: &str = "ORD01JYH1Z1YJN4HZ8J3Q0RB3YP6D";
 
 /// The order as `GET /v1/orders/{id}` answers, with `extra` fields.
-fn order(status: &str, extra: Value) -> Value {
+pub(crate) fn order(status: &str, extra: Value) -> Value {
     let mut o = json!({
         "id": ID, "type": "point", "status": status, "status_detail": status,
         "external_reference": "table-7", "total_amount": "120.00", "total_paid_amount": "120.00",
@@ -25,7 +25,7 @@ fn order(status: &str, extra: Value) -> Value {
     o
 }
 
-async fn serve(api: &MockServer, order: Value, payment_status: Option<&str>) {
+pub(crate) async fn serve(api: &MockServer, order: Value, payment_status: Option<&str>) {
     api.reset().await;
     Mock::given(method("GET"))
         .and(path(format!("/v1/orders/{ID}")))
@@ -47,7 +47,7 @@ async fn app_on(api: &MockServer) -> TestApp {
     spawn_app_with(TestConfig::default().api(&api.uri())).await
 }
 
-async fn notify(app: &TestApp, action: &str) {
+pub(crate) async fn notify(app: &TestApp, action: &str) {
     let body = json!({"action": action, "type": "order", "data": {"id": ID, "version": 2}});
     let res = app
         .post_json(&format!("data.id={ID}&type=order"), &body)

@@ -285,12 +285,33 @@ impl Pruned {
     }
 }
 
-/// What an order id names: an order of the Orders API (`ORD…`) or a
-/// merchant order (the subject and endpoint its history is kept under).
+/// What an id names when nothing else says (the subject and endpoint its
+/// history is kept under): `ORD…` an order of the Orders API, digits a
+/// merchant order, anything else a payment intent.
 pub fn order_kind(id: &str) -> &'static str {
     if crate::domain::PlatformOrderId::parse(id).is_ok() {
         "platform_order"
-    } else {
+    } else if id.bytes().all(|b| b.is_ascii_digit()) {
         "merchant_order"
+    } else {
+        "payment_intent"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_says_what_it_names() {
+        assert_eq!(order_kind("4945357007"), "merchant_order");
+        assert_eq!(
+            order_kind("ORD01JQ4S4KY8HWQ6NA5PXB65B3D3"),
+            "platform_order"
+        );
+        assert_eq!(
+            order_kind("7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1"),
+            "payment_intent"
+        );
     }
 }

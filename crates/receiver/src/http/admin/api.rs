@@ -190,8 +190,9 @@ async fn order(
         .map(str::to_string)
         .or_else(|| s.default_account.clone())
         .ok_or_else(|| AdminError::BadRequest("several accounts: give ?account=NAME".into()))?;
+    let what = store::views::order_kind(&order).replace('_', " ");
     let o = s.store.get_order(account, order).await?;
-    Ok(found(o, "merchant order")?.into_response())
+    Ok(found(o, &what)?.into_response())
 }
 
 async fn events(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Response> {

@@ -204,3 +204,76 @@ fn an_event_is_queued_for_every_destination_that_takes_it() {
     };
     assert_eq!(alone.event.unwrap().id, queued(OrderReleased).id);
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn guard() -> impl Strategy<Value = Guard> {
+        let o = || MerchantOrderId::parse("7").unwrap();
+        prop_oneof![
+            Just(Guard::OrderReleased(o())),
+            Just(Guard::OrderNotReleased(o())),
+            Just(Guard::OrderNotBlocked(o())),
+            (0u32..4).prop_map(Guard::UnauthenticatedBlocksUnder),
+        ]
+    }
+
+    fn event_type() -> impl Strategy<Value = EventType> {
+        prop::sample::select(EventType::all().collect::<Vec<_>>())
+    }
+
+    proptest! {
+        /// Whatever the decision and what the transaction sees: it is
+        /// recorded only when every guard holds; a final slot is written
+        /// once, its repeat changes nothing and a different outcome is a
+        /// conflict with no event; an event exists exactly when the type
+        /// is told, waits for delivery exactly when a destination takes
+        /// it, and the same inputs give the same verdict.
+        #[test]
+        fn the_kernel_records_only_what_its_guards_and_slot_allow(
+            event in event_type(),
+            final_slot in any::<bool>(),
+            guards in prop::collection::vec(guard(), 0..4),
+            released in any::<bool>(),
+            blocked in any::<bool>(),
+            blocks in 0u32..4,
+            recorded in prop::option::of(event_type()),
+            delivering in any::<bool>(),
+        ) {
+            let slot = if final_slot { Slot::Final } else { Slot::Once };
+            let d = decision(event, slot, guards.clone());
+            let mut facts = order(released, blocked);
+            facts.unauthenticated_blocks_last_hour = blocks;
+            let policy = if delivering { deliver() } else { EventPolicy::default() };
+            let c = ctx(&facts, recorded);
+            let v = decide(&d, &c, &policy);
+            prop_assert_eq!(&v, &decide(&d, &c, &policy));
+            let guarded = guards.iter().all(|g| g.holds(&facts));
+            match v {
+                Verdict::Skip => prop_assert!(!guarded),
+                Verdict::Same => {
+                    prop_assert!(guarded && final_slot);
+                    prop_assert_eq!(recorded, Some(event));
+                }
+                Verdict::Conflict { key, .. } => {
+                    prop_assert!(guarded && final_slot);
+                    prop_assert!(recorded.is_some() && recorded != Some(event));
+                    prop_assert_eq!(key, format!("conflict:{event}"));
+                }
+                Verdict::Record(r) => {
+                    prop_assert!(guarded);
+                    prop_assert!(!final_slot || recorded.is_none());
+                    prop_assert_eq!(&r.key, if final_slot { FINAL_KEY } else { event.as_str() });
+                    prop_assert_eq!(r.event.is_some(), told(event));
+                    if let Some(e) = r.event {
+                        prop_assert_eq!(e.destinations.is_empty(), !delivering);
+                        let state = if delivering { EventState::Pending } else { EventState::Stored };
+                        prop_assert_eq!(e.state, state);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -59,12 +59,24 @@ pub async fn timeline(
         "payment" => reviews_where(c, "account = $1 AND payment = $2", &[&account, &id]).await?,
         _ => Vec::new(),
     };
+    // By subject, as SQLite's: the order's, each related job's, each
+    // alert's, and whatever a related job decided about.
     let mut subjects: BTreeSet<String> = BTreeSet::from([subject.clone()]);
     for j in &jobs {
         match j.key.strip_prefix("fraud:") {
             Some(rest) => subjects.insert(format!("fraud_alert:{rest}")),
             None => subjects.insert(j.key.clone()),
         };
+    }
+    let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+    for r in c
+        .query(
+            "SELECT DISTINCT subject FROM decisions WHERE job_id = ANY($1) AND account = $2",
+            &[&ids, &account],
+        )
+        .await?
+    {
+        subjects.insert(r.try_get(0)?);
     }
     let mut entries: Vec<(i64, Entry)> = Vec::new();
     let mut seen = BTreeSet::new();

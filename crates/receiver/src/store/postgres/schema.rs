@@ -364,6 +364,9 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE UNIQUE INDEX incidents_open ON incidents (kind, item) WHERE resolved_at IS NULL;
     CREATE INDEX incidents_resolved ON incidents (resolved_at) WHERE resolved_at IS NOT NULL;
+    "#, // 10: what a job decided (as SQLite's 14).
+    r#"
+    CREATE INDEX decisions_job ON decisions (job_id) WHERE job_id IS NOT NULL;
     "#,
 ];
 

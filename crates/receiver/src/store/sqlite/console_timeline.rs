@@ -35,13 +35,20 @@ pub(super) fn timeline(
     let jobs = related_jobs(c, account, kind, id, &subject)?;
     let reviews = reviews_of(c, account, kind, id)?;
     // Decisions and events are found by subject: the order's own, each
-    // related job's (a payment's `payment:…`), each alert's.
+    // related job's (a payment's `payment:…`), each alert's, and whatever
+    // a related job decided about (the payment an alert undid).
     let mut subjects: BTreeSet<String> = BTreeSet::from([subject.clone()]);
+    let mut decided = c.prepare_cached(
+        "SELECT DISTINCT subject FROM decisions WHERE job_id = ?1 AND account = ?2",
+    )?;
     for j in &jobs {
         match j.key.strip_prefix("fraud:") {
             Some(rest) => subjects.insert(format!("fraud_alert:{rest}")),
             None => subjects.insert(j.key.clone()),
         };
+        for s in decided.query_map(params![j.id, account], |r| r.get::<_, String>(0))? {
+            subjects.insert(s?);
+        }
     }
     let mut entries: Vec<(i64, Entry)> = Vec::new();
     let mut seen_deliveries = BTreeSet::new();

@@ -12,6 +12,7 @@ use super::super::session::Operator;
 use super::Chrome;
 use crate::http::admin::html::{HtmlError, protected, render};
 use crate::store::console_views::{Entry, Found, OrderList, OrderRow, Page, Timeline};
+use crate::store::views::order_kind;
 
 #[derive(Deserialize)]
 pub struct ListQuery {
@@ -53,18 +54,6 @@ pub struct OrderQuery {
     done: Option<i64>,
 }
 
-/// What an id is when nothing says: `ORD…` an Orders API order, digits a
-/// merchant order, anything else a payment intent.
-fn kind_of(id: &str) -> &'static str {
-    if crate::domain::PlatformOrderId::parse(id).is_ok() {
-        "platform_order"
-    } else if id.bytes().all(|b| b.is_ascii_digit()) {
-        "merchant_order"
-    } else {
-        "payment_intent"
-    }
-}
-
 #[derive(Template)]
 #[template(path = "console/order.html")]
 struct OrderPage {
@@ -90,7 +79,7 @@ pub async fn page(
     Query(q): Query<OrderQuery>,
 ) -> Result<Response, HtmlError> {
     let kind = match q.kind.as_deref() {
-        None | Some("") => kind_of(&id),
+        None | Some("") => order_kind(&id),
         Some(k) => [
             "merchant_order",
             "platform_order",
@@ -172,20 +161,5 @@ pub fn entry_kind(e: &Entry) -> &'static str {
         Entry::Event { .. } => "event",
         Entry::Review(_) => "review",
         Entry::Action(_) => "action",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_id_says_what_it_is() {
-        assert_eq!(kind_of("4945357007"), "merchant_order");
-        assert_eq!(kind_of("ORD01JQ4S4KY8HWQ6NA5PXB65B3D3"), "platform_order");
-        assert_eq!(
-            kind_of("7f25f9aa-eea6-4f9c-bf16-a341f71ba2f1"),
-            "payment_intent"
-        );
     }
 }

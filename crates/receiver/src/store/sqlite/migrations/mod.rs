@@ -427,6 +427,10 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE UNIQUE INDEX incidents_open ON incidents (kind, item) WHERE resolved_at IS NULL;
     CREATE INDEX incidents_resolved ON incidents (resolved_at) WHERE resolved_at IS NOT NULL;
+    "#, // 14: what a job decided, for an order's story (a fraud alert's job
+    // decides about a payment of the order too).
+    r#"
+    CREATE INDEX decisions_job ON decisions (job_id) WHERE job_id IS NOT NULL;
     "#,
 ];
 
