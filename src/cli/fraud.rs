@@ -5,9 +5,7 @@
 //! terminal (`--yes` for scripts; without a terminal and `--yes` it
 //! refuses).
 
-use std::io::{BufRead, IsTerminal, Write};
-
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Subcommand;
 
 use pointhook::actions::consequence;
@@ -132,28 +130,14 @@ async fn review(store: &Store, id: i64) -> anyhow::Result<ReviewDetail> {
         .with_context(|| format!("no fraud review {id}"))
 }
 
-/// Says what confirming will do and asks; an error unless the answer is
-/// yes, or when nobody can answer.
+/// Says what confirming will do and asks.
 fn ask(r: &ReviewDetail) -> anyhow::Result<()> {
     let words = pointhook_common::text::printable(&consequence(r).words).into_owned();
     let id = r.review.id;
-    if !std::io::stdin().is_terminal() {
-        bail!(
-            "fraud review {id} not confirmed (if confirmed: {words}): add --yes where nobody can be asked"
-        );
-    }
-    let mut err = std::io::stderr();
-    write!(
-        err,
-        "If fraud review {id} is confirmed: {words}.\nConfirm? [y/N] "
-    )?;
-    err.flush()?;
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
-        bail!("not confirmed: nothing was done");
-    }
-    Ok(())
+    super::ask::confirm(
+        &format!("If fraud review {id} is confirmed: {words}."),
+        &format!("fraud review {id} not confirmed (if confirmed: {words})"),
+    )
 }
 
 fn show(r: &ReviewDetail) -> String {

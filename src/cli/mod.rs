@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 mod alerts;
+mod ask;
 mod client;
 mod destinations;
 mod explain;

@@ -1,7 +1,9 @@
 //! `pointhook platform-orders cancel|refund ORD…`: for the person who must
 //! give money back on an order of the Orders API. Each call carries an
 //! `X-Idempotency-Key` made from what is asked, so running the same command
-//! again (after a timeout, say) never refunds twice.
+//! again (after a timeout, say) never refunds twice. Money moves only after
+//! the person saw the order as the platform has it and said yes (or gave
+//! `--yes`).
 
 use std::sync::Arc;
 
@@ -13,6 +15,7 @@ use pointhook::api::ApiClient;
 use pointhook::api::calls::CallLog;
 use pointhook::config::Config;
 use pointhook::domain::PlatformOrderId;
+use pointhook::domain::platform::PlatformOrder;
 use pointhook_common::money::Money;
 
 #[derive(Debug, Subcommand)]
@@ -22,6 +25,9 @@ pub enum PlatformOrders {
         id: String,
         #[arg(long, default_value = "default")]
         account: String,
+        /// Do not ask (for scripts).
+        #[arg(long)]
+        yes: bool,
     },
     /// Refund an order in full, or `--amount` of one of its payments.
     Refund {
@@ -34,14 +40,18 @@ pub enum PlatformOrders {
         /// A partial refund: this much (a decimal amount).
         #[arg(long, requires = "transaction")]
         amount: Option<String>,
+        /// Do not ask (for scripts).
+        #[arg(long)]
+        yes: bool,
     },
 }
 
 pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
-    let (id, account) = match &cmd {
-        PlatformOrders::Cancel { id, account } | PlatformOrders::Refund { id, account, .. } => {
-            (id, account)
-        }
+    let (id, account, yes) = match &cmd {
+        PlatformOrders::Cancel { id, account, yes }
+        | PlatformOrders::Refund {
+            id, account, yes, ..
+        } => (id, account, *yes),
     };
     let order = PlatformOrderId::parse(id).map_err(|e| {
         anyhow::anyhow!(
@@ -61,26 +71,49 @@ pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
         Arc::new(pointhook::metrics::Metrics::new()),
     )
     .context("cannot build the API client")?;
+    let partial = match &cmd {
+        PlatformOrders::Refund {
+            transaction: Some(t),
+            amount: Some(a),
+            ..
+        } => {
+            let amount = Money::parse(a)
+                .filter(|m| *m > Money::ZERO)
+                .with_context(|| format!("--amount {a:?} is not a positive amount"))?;
+            Some((t.as_str(), amount))
+        }
+        _ => None,
+    };
+    if !yes {
+        let what = match (&cmd, partial) {
+            (PlatformOrders::Cancel { .. }, _) => "cancel it".to_string(),
+            (_, Some((t, a))) => format!(
+                "refund {a} of its payment {}",
+                pointhook_common::text::printable(t)
+            ),
+            (_, None) => "refund it in full".to_string(),
+        };
+        let order = api
+            .platform_order(&CallLog::default(), account, &order)
+            .await
+            .with_context(|| format!("cannot read order {order} to say what it holds"))?;
+        super::ask::confirm(
+            &format!(
+                "Order {} of account {} ({}): {what}.",
+                order.id,
+                pointhook_common::text::printable(account),
+                held(&order)
+            ),
+            &format!("order {} not changed (asked: {what})", order.id),
+        )?;
+    }
     let answer = match &cmd {
         PlatformOrders::Cancel { .. } => {
             let key = idempotency_key(&["cancel", account, order.as_str()]);
             api.cancel_platform_order(&CallLog::default(), account, &order, &key)
                 .await
         }
-        PlatformOrders::Refund {
-            transaction,
-            amount,
-            ..
-        } => {
-            let partial = match (transaction, amount) {
-                (Some(t), Some(a)) => {
-                    let amount = Money::parse(a)
-                        .filter(|m| *m > Money::ZERO)
-                        .with_context(|| format!("--amount {a:?} is not a positive amount"))?;
-                    Some((t.as_str(), amount))
-                }
-                _ => None,
-            };
+        PlatformOrders::Refund { .. } => {
             let amount = partial.map(|(_, a)| a.to_string()).unwrap_or_default();
             let key = idempotency_key(&[
                 "refund",
@@ -99,6 +132,21 @@ pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
         pointhook_common::text::json_for_terminal(&serde_json::to_string_pretty(&answer)?)
     );
     Ok(())
+}
+
+/// What the order holds, as the platform answered, in words.
+fn held(o: &PlatformOrder) -> String {
+    let money = |m: Option<Money>| m.map_or("?".to_string(), |m| m.to_string());
+    format!(
+        "{}, total {}, paid {}{}",
+        pointhook_common::text::printable(&o.status),
+        money(o.total),
+        money(o.total_paid),
+        match o.refunds.len() {
+            0 => String::new(),
+            n => format!(", {n} refund(s) already"),
+        }
+    )
 }
 
 /// The same request, the same key: what was asked, hashed.

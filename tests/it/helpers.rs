@@ -787,3 +787,29 @@ pub fn write_config_with(dir: &Path, extra: &str) -> PathBuf {
     .unwrap();
     config
 }
+
+/// Runs the binary on a pseudo-terminal (util-linux `script`), typing
+/// `input`; what the terminal showed.
+pub fn on_a_terminal(app: &TestApp, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let command = format!(
+        "{} {} --config {}",
+        env!("CARGO_BIN_EXE_pointhook"),
+        args.join(" "),
+        app.config_path.display()
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux script, for a pseudo-terminal");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -227,11 +227,40 @@ async fn an_order_is_shown_and_refunded_from_the_cli_with_a_stable_key() {
         "--amount",
         "20.00",
     ];
+    // Money moves: with nobody at a terminal to ask, only --yes refunds.
+    let (ok, out, err) = cli_async(&app, &partial).await;
+    assert!(!ok && out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("refund 20.00 of its payment PAY01K22Y503EJ8JHGF64KGY1PZ2B")
+            && err.contains("--yes"),
+        "{err}"
+    );
+    // On a terminal it shows the order as the platform has it and asks.
+    let asked = tokio::task::block_in_place(|| {
+        crate::helpers::on_a_terminal(&app, &["platform-orders", "refund", ID], "n\n")
+    });
+    assert!(
+        asked.contains(&format!(
+            "Order {ID} of account default (processed, total 120.00, paid 120.00): refund it in full."
+        )) && asked.contains("Confirm? [y/N]")
+            && asked.contains("not confirmed: nothing was done"),
+        "{asked}"
+    );
+    let refunds = api
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.url.path().ends_with("/refund"))
+        .count();
+    assert_eq!(refunds, 0, "nothing was refunded");
+    let partial_yes: Vec<&str> = partial.iter().copied().chain(["--yes"]).collect();
     for _ in 0..2 {
-        let (ok, _, err) = cli_async(&app, &partial).await;
+        let (ok, _, err) = cli_async(&app, &partial_yes).await;
         assert!(ok, "{err}");
     }
-    let (ok, _, err) = cli_async(&app, &["platform-orders", "refund", ID]).await;
+    let (ok, _, err) = cli_async(&app, &["platform-orders", "refund", ID, "--yes"]).await;
     assert!(ok, "{err}");
     let refunds: Vec<(String, Value)> = api
         .received_requests()
@@ -253,7 +282,7 @@ async fn an_order_is_shown_and_refunded_from_the_cli_with_a_stable_key() {
         refunds[0].1["transactions"][0],
         json!({"id": "PAY01K22Y503EJ8JHGF64KGY1PZ2B", "amount": "20.00"})
     );
-    let (ok, _, err) = cli_async(&app, &["platform-orders", "cancel", "123"]).await;
+    let (ok, _, err) = cli_async(&app, &["platform-orders", "cancel", "123", "--yes"]).await;
     assert!(!ok);
     assert!(err.contains("not an order id"), "{err}");
     app.stop().await;
