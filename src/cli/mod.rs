@@ -29,7 +29,7 @@ mod sandbox;
 mod scenario;
 mod trigger;
 
-use pointhook::config::{Config, ConfigError, LogFormat};
+use pointhook::config::{Account, Config, ConfigError, LogFormat};
 use pointhook::store::{Location, Store};
 use pointhook::{App, Options};
 
@@ -187,13 +187,15 @@ pub fn main() -> ExitCode {
         Command::CheckConfig => check_config(&config),
         Command::Migrate { store } => migrate(&config, store.as_deref()),
         Command::CopyStore { from, to } => copy_store(&from, &to),
-        Command::Reconcile(args) => load_for_platform(&config).and_then(|config| {
-            runtime()?.block_on(reconcile::run(config, args))?;
+        Command::Reconcile(args) => load_for_platform(&config).and_then(|(config, accounts)| {
+            runtime()?.block_on(reconcile::run(config, accounts, args))?;
             Ok(())
         }),
-        Command::PlatformOrders(cmd) => load_for_platform(&config).and_then(|config| {
-            runtime()?.block_on(platform_orders::run(config, cmd))?;
-            Ok(())
+        Command::PlatformOrders(cmd) => load_for_platform(&config).and_then(|(c, accounts)| {
+            let c = &c;
+            opened(c, |store, delivers| async move {
+                platform_orders::run(c, accounts, &store, delivers, cmd).await
+            })
         }),
         Command::Backup { path } => with_store(&config, |store, _| async move {
             maintenance::backup(&store, &path).await
@@ -304,10 +306,10 @@ fn load_whole(path: &Path) -> Result<Config, Failure> {
 
 /// The configuration with the accounts' tokens read: for the commands
 /// that call the platform's API.
-fn load_for_platform(path: &Path) -> Result<Config, Failure> {
+fn load_for_platform(path: &Path) -> Result<(Config, Vec<Account>), Failure> {
     let config = load(path)?;
-    config.resolve_accounts().map_err(Failure::Config)?;
-    Ok(config)
+    let accounts = config.resolve_accounts().map_err(Failure::Config)?;
+    Ok((config, accounts))
 }
 
 /// Runs `f` on the store named by the configuration at `path`, opened as a

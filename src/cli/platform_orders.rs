@@ -1,22 +1,26 @@
 //! `pointhook platform-orders cancel|refund ORD…`: for the person who must
-//! give money back on an order of the Orders API. Each call carries an
-//! `X-Idempotency-Key` made from what is asked, so running the same command
-//! again (after a timeout, say) never refunds twice. Money moves only after
-//! the person saw the order as the platform has it and said yes (or gave
-//! `--yes`).
+//! give money back on an order of the Orders API. The command reads the
+//! order, says what it holds and what will happen, and asks (`--yes` for
+//! scripts); the action itself, with its idempotency key and its audit
+//! entry, is `actions::platform_orders`.
 
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Subcommand;
-use sha2::{Digest, Sha256};
 
+use pointhook::actions::platform_orders::OrderChange;
 use pointhook::api::ApiClient;
 use pointhook::api::calls::CallLog;
-use pointhook::config::Config;
+use pointhook::config::{Account, Config};
 use pointhook::domain::PlatformOrderId;
 use pointhook::domain::platform::PlatformOrder;
+use pointhook::operators::Actor;
+use pointhook::store::Store;
 use pointhook_common::money::Money;
+use pointhook_common::text::printable;
+
+use super::operators::{acting, finished};
 
 #[derive(Debug, Subcommand)]
 pub enum PlatformOrders {
@@ -46,32 +50,26 @@ pub enum PlatformOrders {
     },
 }
 
-pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
+pub async fn run(
+    config: &Config,
+    accounts: Vec<Account>,
+    store: &Store,
+    delivers: bool,
+    cmd: PlatformOrders,
+) -> anyhow::Result<()> {
     let (id, account, yes) = match &cmd {
         PlatformOrders::Cancel { id, account, yes }
         | PlatformOrders::Refund {
             id, account, yes, ..
         } => (id, account, *yes),
     };
-    let order = PlatformOrderId::parse(id).map_err(|e| {
-        anyhow::anyhow!(
-            "{:?} is not an order id: {e}",
-            pointhook_common::text::printable(id)
-        )
-    })?;
-    if !config.accounts.iter().any(|a| &a.name == account) {
-        anyhow::bail!(
-            "no account {:?} in the configuration",
-            pointhook_common::text::printable(account)
-        );
+    let order = PlatformOrderId::parse(id)
+        .map_err(|e| anyhow::anyhow!("{:?} is not an order id: {e}", printable(id)))?;
+    if !accounts.iter().any(|a| &a.name == account) {
+        anyhow::bail!("no account {:?} in the configuration", printable(account));
     }
-    let api = ApiClient::new(
-        &config.api,
-        &config.resolve_accounts()?,
-        Arc::new(pointhook::metrics::Metrics::new()),
-    )
-    .context("cannot build the API client")?;
-    let partial = match &cmd {
+    let change = match &cmd {
+        PlatformOrders::Cancel { .. } => OrderChange::Cancel,
         PlatformOrders::Refund {
             transaction: Some(t),
             amount: Some(a),
@@ -80,53 +78,36 @@ pub async fn run(config: Config, cmd: PlatformOrders) -> anyhow::Result<()> {
             let amount = Money::parse(a)
                 .filter(|m| *m > Money::ZERO)
                 .with_context(|| format!("--amount {a:?} is not a positive amount"))?;
-            Some((t.as_str(), amount))
+            OrderChange::Refund(Some((t.as_str(), amount)))
         }
-        _ => None,
+        PlatformOrders::Refund { .. } => OrderChange::Refund(None),
     };
+    let api = ApiClient::new(
+        &config.api,
+        &accounts,
+        Arc::new(pointhook::metrics::Metrics::new()),
+    )
+    .context("cannot build the API client")?;
     if !yes {
-        let what = match (&cmd, partial) {
-            (PlatformOrders::Cancel { .. }, _) => "cancel it".to_string(),
-            (_, Some((t, a))) => format!(
-                "refund {a} of its payment {}",
-                pointhook_common::text::printable(t)
-            ),
-            (_, None) => "refund it in full".to_string(),
-        };
-        let order = api
+        let what = change.words();
+        let read = api
             .platform_order(&CallLog::default(), account, &order)
             .await
             .with_context(|| format!("cannot read order {order} to say what it holds"))?;
         super::ask::confirm(
             &format!(
                 "Order {} of account {} ({}): {what}.",
-                order.id,
-                pointhook_common::text::printable(account),
-                held(&order)
+                read.id,
+                printable(account),
+                held(&read)
             ),
-            &format!("order {} not changed (asked: {what})", order.id),
+            &format!("order {} not changed (asked: {what})", read.id),
         )?;
     }
-    let answer = match &cmd {
-        PlatformOrders::Cancel { .. } => {
-            let key = idempotency_key(&["cancel", account, order.as_str()]);
-            api.cancel_platform_order(&CallLog::default(), account, &order, &key)
-                .await
-        }
-        PlatformOrders::Refund { .. } => {
-            let amount = partial.map(|(_, a)| a.to_string()).unwrap_or_default();
-            let key = idempotency_key(&[
-                "refund",
-                account,
-                order.as_str(),
-                partial.map_or("", |(t, _)| t),
-                &amount,
-            ]);
-            api.refund_platform_order(&CallLog::default(), account, &order, partial, &key)
-                .await
-        }
-    }
-    .with_context(|| format!("the platform refused it for order {order}"))?;
+    let acted = acting(store, delivers)
+        .change_platform_order(&Actor::cli(), &api, account, &order, change)
+        .await?;
+    let answer = finished(acted).with_context(|| format!("order {order} not changed"))?;
     println!(
         "{}",
         pointhook_common::text::json_for_terminal(&serde_json::to_string_pretty(&answer)?)
@@ -139,7 +120,7 @@ fn held(o: &PlatformOrder) -> String {
     let money = |m: Option<Money>| m.map_or("?".to_string(), |m| m.to_string());
     format!(
         "{}, total {}, paid {}{}",
-        pointhook_common::text::printable(&o.status),
+        printable(&o.status),
         money(o.total),
         money(o.total_paid),
         match o.refunds.len() {
@@ -147,14 +128,4 @@ fn held(o: &PlatformOrder) -> String {
             n => format!(", {n} refund(s) already"),
         }
     )
-}
-
-/// The same request, the same key: what was asked, hashed.
-fn idempotency_key(parts: &[&str]) -> String {
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update((p.len() as u64).to_le_bytes());
-        h.update(p.as_bytes());
-    }
-    format!("pointhook-{}", &hex::encode(h.finalize())[..32])
 }

@@ -10,7 +10,7 @@ use clap::Args;
 use jiff::Timestamp;
 
 use pointhook::api::ApiClient;
-use pointhook::config::Config;
+use pointhook::config::{Account, Config};
 use pointhook::reconcile::{Mode, Pass, Report};
 use pointhook::store::Store;
 
@@ -35,7 +35,11 @@ pub struct ReconcileArgs {
     json: bool,
 }
 
-pub async fn run(config: Config, args: ReconcileArgs) -> anyhow::Result<()> {
+pub async fn run(
+    config: Config,
+    resolved: Vec<Account>,
+    args: ReconcileArgs,
+) -> anyhow::Result<()> {
     let until = args.until.unwrap_or_else(Timestamp::now);
     if args.since >= until {
         anyhow::bail!("--since ({}) must be before --until ({until})", args.since);
@@ -52,7 +56,6 @@ pub async fn run(config: Config, args: ReconcileArgs) -> anyhow::Result<()> {
     let store = Store::open_client(&config.location()?, rules)
         .await
         .context("cannot open the database")?;
-    let resolved = config.resolve_accounts()?;
     let api = Arc::new(
         ApiClient::new(
             &config.api,

@@ -282,6 +282,27 @@ async fn an_order_is_shown_and_refunded_from_the_cli_with_a_stable_key() {
         refunds[0].1["transactions"][0],
         json!({"id": "PAY01K22Y503EJ8JHGF64KGY1PZ2B", "amount": "20.00"})
     );
+    // The platform refusing is said, and nothing is counted as done.
+    let (ok, _, err) = cli_async(&app, &["platform-orders", "cancel", ID, "--yes"]).await;
+    assert!(!ok && err.contains("the platform refused it"), "{err}");
+    // Each action a person took is in the order's story, with how it ended;
+    // what was not confirmed is not.
+    let (ok, out, err) = cli_async(&app, &["explain", ID]).await;
+    assert!(ok, "{err}");
+    let actions: Vec<&str> = out.lines().filter(|l| l.contains("  action")).collect();
+    assert_eq!(actions.len(), 4, "{out}");
+    assert_eq!(
+        actions
+            .iter()
+            .filter(|l| l.contains("refund_order by") && l.contains("(cli): done at the platform"))
+            .count(),
+        3,
+        "{out}"
+    );
+    assert!(
+        actions[3].contains("cancel_order by") && actions[3].contains("the platform refused it"),
+        "{out}"
+    );
     let (ok, _, err) = cli_async(&app, &["platform-orders", "cancel", "123", "--yes"]).await;
     assert!(!ok);
     assert!(err.contains("not an order id"), "{err}");

@@ -1,11 +1,14 @@
 //! What a person may do (DESIGN section 10): confirm or dismiss a held
 //! fraud review, run dead jobs again, send an event again, acknowledge an
-//! item, enable or recover a destination (`destinations.rs`). The console, the admin API and the CLI all act through here, so
+//! item, enable or recover a destination (`destinations.rs`), cancel or
+//! refund an order of the Orders API (`platform_orders.rs`). The console,
+//! the admin API and the CLI all act through here, so
 //! each action is recorded in the audit with who, when, what and how it
 //! ended: the entry is written before the action runs (no action without
 //! its record) and completed after.
 
 mod destinations;
+pub mod platform_orders;
 
 use std::sync::Arc;
 

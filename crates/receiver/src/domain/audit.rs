@@ -44,6 +44,11 @@ pub enum Action {
     Alert = 8,
     /// A destination disabled by a person: its events wait, paused.
     Disable = 9,
+    /// An order of the Orders API cancelled at the platform.
+    CancelOrder = 10,
+    /// An order of the Orders API refunded at the platform, in full or in
+    /// part.
+    RefundOrder = 11,
 }
 
 /// How an action ended.
