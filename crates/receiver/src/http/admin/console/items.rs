@@ -75,10 +75,7 @@ pub async fn deliveries(
     Extension(op): Extension<Operator>,
     Query(q): Query<DeliveryQuery>,
 ) -> Result<Response, HtmlError> {
-    let before = match given(&q.before) {
-        Some(b) => Some(number(&b)?),
-        None => None,
-    };
+    let before = given(&q.before).map(|b| number(&b)).transpose()?;
     let page = s
         .store
         .delivery_page(DeliveryFilter {
@@ -387,10 +384,7 @@ pub async fn audit(
     Extension(op): Extension<Operator>,
     Query(q): Query<AuditQuery>,
 ) -> Result<Response, HtmlError> {
-    let before = match given(&q.before) {
-        Some(b) => Some(number(&b)?),
-        None => None,
-    };
+    let before = given(&q.before).map(|b| number(&b)).transpose()?;
     let rows = s
         .store
         .audit(AuditFilter {
