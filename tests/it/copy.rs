@@ -4,8 +4,8 @@
 use pointhook::domain::attention::{AlertKind, Incident};
 use pointhook::domain::{Action, AuditOutcome, Via};
 use pointhook::domain::{
-    Decision, Effects, EventType, Guard, Kind, Mark, MerchantOrderId, OrderSeen, PaymentId, Review,
-    ReviewMark, SignatureStatus, Slot, Work,
+    Decision, Effects, EventType, Guard, Kind, Mark, MerchantOrderId, OrderPayment, OrderSeen,
+    PaymentId, PlatformOrderId, Review, ReviewMark, SignatureStatus, Slot, Work,
 };
 use pointhook::store::alert_views::IncidentRound;
 use pointhook::store::console_views::NewAudit;
@@ -104,6 +104,10 @@ async fn fill(location: &Location) {
                 order_id: id.clone(),
                 total_amount: "10.50".into(),
                 paid_amount: "10.50".into(),
+            }],
+            order_payments: vec![OrderPayment {
+                payment: PaymentId::parse(&order).unwrap(),
+                order: PlatformOrderId::parse("ORD01JQ4S4KY8HWQ6NA5PXB65B3D3").unwrap(),
             }],
         };
         if order.ends_with('7') {

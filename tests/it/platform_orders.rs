@@ -151,6 +151,7 @@ on_both_backends!(
     each_outcome_is_told_once,
     action_required_is_confirmed_or_refused_by_its_payment,
     money_taken_back_after_processing_is_told,
+    the_payment_behind_an_order_is_not_a_missed_notification,
 );
 
 #[tokio::test]
@@ -375,5 +376,65 @@ async fn reconciliation_finds_an_order_whose_notification_never_came() {
     assert!(q["begin_date"].parse::<jiff::Timestamp>().is_ok(), "{q:?}");
     assert!(q["end_date"].parse::<jiff::Timestamp>().is_ok(), "{q:?}");
     assert_eq!(q["page"], "1");
+    app.stop().await;
+}
+
+/// The classic payment behind an order of the Orders API is listed by the
+/// payments search, but its story is the order's: the sweeper takes it as
+/// known, not as a notification that never came (a person would be asked
+/// about every sale). A payment of no order is still missed.
+async fn the_payment_behind_an_order_is_not_a_missed_notification() {
+    let api = MockServer::start().await;
+    serve(&api, order("processed", json!({})), None).await;
+    let changed = pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 60_000);
+    let payment = |id: u64| json!({"id": id, "status": "approved", "date_last_updated": changed});
+    for (at, body) in [
+        (
+            "/v1/payments/search",
+            json!({"paging": {"total": 2}, "results": [payment(1700000001), payment(1700000002)]}),
+        ),
+        (
+            "/merchant_orders/search",
+            json!({"elements": [], "total": 0}),
+        ),
+        (
+            "/point/integration-api/payment-intents/events",
+            json!({"events": []}),
+        ),
+        (
+            "/v1/orders",
+            json!({"data": [], "paging": {"total": 0, "offset": 0, "limit": 50}}),
+        ),
+    ] {
+        Mock::given(method("GET"))
+            .and(path(at))
+            .respond_with(ResponseTemplate::new(200).set_body_json(body))
+            .mount(&api)
+            .await;
+    }
+    let app = app_on(&api).await;
+    notify(&app, "order.processed").await;
+    app.run_jobs().await;
+    assert_eq!(told(&app), ["platform_order.processed"]);
+    let since =
+        pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 3_600_000);
+    let (ok, out, err) = cli_async(&app, &["reconcile", "--since", &since]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("2 changes found, 1 already known, 1 enqueued (payment 1)"),
+        "{out}"
+    );
+    let (ok, out, err) = cli_async(
+        &app,
+        &["deliveries", "list", "--kind", "reconcile", "--json"],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let missed: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let ids: Vec<&str> = missed
+        .iter()
+        .filter_map(|d| d["resource_id"].as_str())
+        .collect();
+    assert_eq!(ids, ["1700000002"], "{out}");
     app.stop().await;
 }

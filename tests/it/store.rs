@@ -132,6 +132,7 @@ fn release(order: &str, key: &str) -> Effects {
             total_amount: "10.00".into(),
             paid_amount: "10.00".into(),
         }],
+        ..Effects::default()
     }
 }
 

@@ -94,15 +94,26 @@ pub struct Effects {
     pub decisions: Vec<Decision>,
     /// The latest amounts seen for merchant orders.
     pub orders: Vec<OrderSeen>,
+    /// The classic payments behind an order of the Orders API, as read.
+    pub order_payments: Vec<OrderPayment>,
 }
 
 impl Effects {
     pub fn one(decision: Decision) -> Effects {
         Effects {
             decisions: vec![decision],
-            orders: Vec::new(),
+            ..Effects::default()
         }
     }
+}
+
+/// A classic payment (`/v1/payments/{id}`) behind an order of the Orders
+/// API. The payment search lists it, but its story is the order's: the
+/// sweeper takes it as known, not as a notification that never came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderPayment {
+    pub payment: super::PaymentId,
+    pub order: super::PlatformOrderId,
 }
 
 #[derive(Debug, Clone, PartialEq)]

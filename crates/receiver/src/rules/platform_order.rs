@@ -12,7 +12,7 @@ use pointhook_common::text::printable;
 use serde_json::json;
 
 use crate::domain::platform::{PaymentStatus, PlatformOrder};
-use crate::domain::{Decision, EventType, Slot};
+use crate::domain::{Decision, EventType, OrderPayment, Slot};
 
 /// What an order's status says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +140,20 @@ fn refunded(order: &PlatformOrder) -> Result<Money, Overflow> {
     } else {
         Money::ZERO
     })
+}
+
+/// The classic payments behind `order`, each the order's (the sweeper
+/// takes them as known).
+pub fn payments(order: &PlatformOrder) -> Vec<OrderPayment> {
+    order
+        .payments
+        .iter()
+        .filter_map(|t| t.payment_id())
+        .map(|payment| OrderPayment {
+            payment,
+            order: order.id.clone(),
+        })
+        .collect()
 }
 
 /// The event's data: ids as strings, amounts as decimal strings.

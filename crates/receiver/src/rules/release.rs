@@ -106,6 +106,7 @@ pub fn order_effects(order: &MerchantOrder) -> Result<Effects, Overflow> {
             total_amount: d.total.to_string(),
             paid_amount: d.paid.to_string(),
         }],
+        ..Effects::default()
     })
 }
 

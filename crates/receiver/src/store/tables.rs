@@ -227,6 +227,16 @@ pub const TABLES: &[Table] = &[
         generated_id: false,
     },
     Table {
+        name: "order_payments",
+        columns: &[
+            ("account", Text),
+            ("payment_id", Text),
+            ("platform_order", Text),
+        ],
+        order_by: Some("account, payment_id"),
+        generated_id: false,
+    },
+    Table {
         name: "order_blocks",
         columns: &[
             ("account", Text),

@@ -200,21 +200,26 @@ async fn platform_order(
             }
         }
         OrderDecision::NotFinal => {
-            return not_final(
+            let ended = not_final(
                 ctx,
                 job,
                 &format!(
                     "order {id} is still {}",
                     pointhook_common::text::printable(&order.status)
                 ),
-            );
+            )?;
+            return Ok(Effects {
+                order_payments: po::payments(&order),
+                ..ended
+            });
         }
     };
     let decisions = po::decisions(&order, outcome, checked.as_ref())
         .map_err(overflow(format!("order {id}")))?;
     Ok(Effects {
         decisions,
-        orders: Vec::new(),
+        order_payments: po::payments(&order),
+        ..Effects::default()
     })
 }
 

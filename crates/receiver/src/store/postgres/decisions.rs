@@ -40,6 +40,19 @@ pub async fn apply(
         Some(flags) => flags,
         None => lock_orders(tx, account, effects, now).await?,
     };
+    if !effects.order_payments.is_empty() {
+        let (payments, orders_of): (Vec<&str>, Vec<&str>) = effects
+            .order_payments
+            .iter()
+            .map(|p| (p.payment.as_str(), p.order.as_str()))
+            .unzip();
+        tx.execute(
+            "INSERT INTO order_payments (account, payment_id, platform_order)
+             SELECT $1, * FROM unnest($2::text[], $3::text[]) ON CONFLICT DO NOTHING",
+            &[&account, &payments, &orders_of],
+        )
+        .await?;
+    }
     let mut emitted = Vec::new();
     for d in &effects.decisions {
         if let Some(id) = decide(tx, account, job_id, d, now, rules, &mut orders).await? {

@@ -19,7 +19,9 @@ pub async fn known(c: &Client, account: &str, s: &Sighting) -> Result<bool, Stor
                AND seen = $4 AND status BETWEEN 200 AND 299)
          OR EXISTS (
              SELECT 1 FROM jobs WHERE account = $1 AND job_key = $5
-               AND (state IN ($6, $7) OR (state = $8 AND updated_at >= $9)))",
+               AND (state IN ($6, $7) OR (state = $8 AND updated_at >= $9)))
+         OR ($2 = 'payment' AND EXISTS (
+             SELECT 1 FROM order_payments WHERE account = $1 AND payment_id = $3))",
         &[
             &account,
             &s.endpoint,

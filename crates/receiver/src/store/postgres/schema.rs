@@ -367,6 +367,15 @@ const MIGRATIONS: &[&str] = &[
     "#, // 10: what a job decided (as SQLite's 14).
     r#"
     CREATE INDEX decisions_job ON decisions (job_id) WHERE job_id IS NOT NULL;
+    "#, // 11: the classic payments behind orders of the Orders API (as
+    // SQLite's 15).
+    r#"
+    CREATE TABLE order_payments (
+        account        TEXT NOT NULL,
+        payment_id     TEXT NOT NULL,
+        platform_order TEXT NOT NULL,
+        PRIMARY KEY (account, payment_id)
+    );
     "#,
 ];
 

@@ -45,6 +45,13 @@ pub(super) fn apply(
             now
         ])?;
     }
+    for p in &effects.order_payments {
+        conn.prepare_cached(
+            "INSERT INTO order_payments (account, payment_id, platform_order) VALUES (?1, ?2, ?3)
+             ON CONFLICT DO NOTHING",
+        )?
+        .execute(params![account, p.payment.as_str(), p.order.as_str()])?;
+    }
     let mut emitted = Vec::new();
     for d in &effects.decisions {
         if let Some(id) = decide(conn, account, Some(job.id), d, now, rules)? {

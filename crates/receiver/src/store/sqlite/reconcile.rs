@@ -11,7 +11,9 @@ use crate::store::model::Sighting;
 /// job died after the change (a notification came; its job failed, and
 /// stays dead with its history, in front of a person). A change after the
 /// death is new work: the sweeper's, recorded beside the old (the death is
-/// kept in `job_history` when the job runs again).
+/// kept in `job_history` when the job runs again). A classic payment behind
+/// an order of the Orders API is known too: its story is the order's,
+/// which its own search covers.
 pub(super) fn known(conn: &Connection, account: &str, s: &Sighting) -> rusqlite::Result<bool> {
     conn.prepare_cached(
         "SELECT EXISTS (
@@ -20,7 +22,9 @@ pub(super) fn known(conn: &Connection, account: &str, s: &Sighting) -> rusqlite:
                AND seen = ?4 AND status BETWEEN 200 AND 299)
          OR EXISTS (
              SELECT 1 FROM jobs WHERE account = ?1 AND job_key = ?5
-               AND (state IN (?6, ?7) OR (state = ?8 AND updated_at >= ?9)))",
+               AND (state IN (?6, ?7) OR (state = ?8 AND updated_at >= ?9)))
+         OR (?2 = 'payment' AND EXISTS (
+             SELECT 1 FROM order_payments WHERE account = ?1 AND payment_id = ?3))",
     )?
     .query_row(
         params![

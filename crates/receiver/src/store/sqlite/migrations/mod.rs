@@ -431,6 +431,15 @@ const MIGRATIONS: &[&str] = &[
     // decides about a payment of the order too).
     r#"
     CREATE INDEX decisions_job ON decisions (job_id) WHERE job_id IS NOT NULL;
+    "#, // 15: the classic payments behind orders of the Orders API (the
+    // sweeper's payment search lists them; their story is the order's).
+    r#"
+    CREATE TABLE order_payments (
+        account        TEXT NOT NULL,
+        payment_id     TEXT NOT NULL,
+        platform_order TEXT NOT NULL,
+        PRIMARY KEY (account, payment_id)
+    ) STRICT, WITHOUT ROWID;
     "#,
 ];
 
