@@ -75,7 +75,7 @@ pub async fn run(store: &Store, cmd: Destinations) -> anyhow::Result<()> {
         Destinations::Enable { name } => {
             known(store, &name, now).await?;
             finished(
-                acting(store, false)
+                acting(store)
                     .enable_destination(&Actor::cli(), &name)
                     .await?,
             )?;
@@ -87,7 +87,7 @@ pub async fn run(store: &Store, cmd: Destinations) -> anyhow::Result<()> {
         Destinations::Disable { name, reason } => {
             known(store, &name, now).await?;
             finished(
-                acting(store, false)
+                acting(store)
                     .disable_destination(&Actor::cli(), &name, &reason)
                     .await?,
             )?;
@@ -101,7 +101,7 @@ pub async fn run(store: &Store, cmd: Destinations) -> anyhow::Result<()> {
         } => {
             let since = pointhook::store::unix_ms(since);
             known(store, &name, now).await?;
-            let acted = acting(store, false)
+            let acted = acting(store)
                 .recover_destination(&Actor::cli(), &name, since)
                 .await?;
             match acted.done {

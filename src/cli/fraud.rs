@@ -47,7 +47,7 @@ pub enum Fraud {
     Dismiss { id: i64 },
 }
 
-pub async fn run(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<()> {
+pub async fn run(store: &Store, cmd: Fraud) -> anyhow::Result<()> {
     match cmd {
         Fraud::List { all, page, format } => {
             let state = (!all).then_some(Review::Held);
@@ -106,7 +106,7 @@ pub async fn run(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<()
             if held && !yes {
                 ask(&r)?;
             }
-            let acts = acting(store, delivers);
+            let acts = acting(store);
             finished(acts.confirm_review(&Actor::cli(), id).await?)?;
             say(&format!(
                 "fraud review {id} confirmed: {}\n",
@@ -114,7 +114,7 @@ pub async fn run(store: &Store, cmd: Fraud, delivers: bool) -> anyhow::Result<()
             ))
         }
         Fraud::Dismiss { id } => {
-            let acts = acting(store, delivers);
+            let acts = acting(store);
             finished(acts.dismiss_review(&Actor::cli(), id).await?)?;
             say(&format!(
                 "fraud review {id} dismissed: its block is lifted and its order decided again\n"

@@ -368,7 +368,7 @@ pub async fn jobs(store: &Store, cmd: Jobs) -> anyhow::Result<()> {
             })
         }
         Jobs::Retry { id, all_dead } => {
-            let (acts, me) = (acting(store, false), Actor::cli());
+            let (acts, me) = (acting(store), Actor::cli());
             if all_dead {
                 let n = finished(acts.retry_dead_jobs(&me).await?)?;
                 say(&format!("{n} dead job(s) will run again\n"))?;
@@ -381,7 +381,7 @@ pub async fn jobs(store: &Store, cmd: Jobs) -> anyhow::Result<()> {
     }
 }
 
-pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Result<()> {
+pub async fn events(store: &Store, cmd: Events) -> anyhow::Result<()> {
     match cmd {
         Events::List {
             event_type,
@@ -437,11 +437,7 @@ pub async fn events(store: &Store, cmd: Events, delivers: bool) -> anyhow::Resul
             })
         }
         Events::Redeliver { id } => {
-            finished(
-                acting(store, delivers)
-                    .redeliver(&Actor::cli(), &id)
-                    .await?,
-            )?;
+            finished(acting(store).redeliver(&Actor::cli(), &id).await?)?;
             say(&format!(
                 "event {} will be delivered again, with the same id\n",
                 pointhook_common::text::printable(&id)

@@ -193,50 +193,57 @@ pub fn main() -> ExitCode {
         }),
         Command::PlatformOrders(cmd) => load_for_platform(&config).and_then(|(c, accounts)| {
             let c = &c;
-            opened(c, |store, delivers| async move {
-                platform_orders::run(c, accounts, &store, delivers, cmd).await
+            opened(c, |store| async move {
+                platform_orders::run(c, accounts, &store, cmd).await
             })
         }),
-        Command::Backup { path } => with_store(&config, |store, _| async move {
+        Command::Backup { path } => with_store(&config, |store| async move {
             maintenance::backup(&store, &path).await
         }),
-        Command::Prune { older_than } => with_store(&config, |store, _| async move {
+        Command::Prune { older_than } => with_store(&config, |store| async move {
             maintenance::prune(&store, older_than).await
         }),
-        Command::Deliveries(cmd) => with_store(&config, |store, _| async move {
+        Command::Deliveries(cmd) => with_store(&config, |store| async move {
             inspect::deliveries(&store, cmd).await
         }),
-        Command::Jobs(cmd) => with_store(&config, |store, _| async move {
-            inspect::jobs(&store, cmd).await
-        }),
+        Command::Jobs(cmd) => {
+            with_store(
+                &config,
+                |store| async move { inspect::jobs(&store, cmd).await },
+            )
+        }
         Command::Orders(cmd) => load(&config).and_then(|c| {
             let accounts = c.accounts.iter().map(|a| a.name.clone()).collect();
-            opened(&c, |store, _| async move {
+            opened(&c, |store| async move {
                 orders::run(&store, accounts, cmd).await
             })
         }),
         Command::Explain(args) => load(&config).and_then(|c| {
             let accounts = c.accounts.iter().map(|a| a.name.clone()).collect();
-            opened(&c, |store, _| async move {
+            opened(&c, |store| async move {
                 explain::run(&store, accounts, args).await
             })
         }),
-        Command::Events(cmd) => with_store(&config, |store, delivers| async move {
-            inspect::events(&store, cmd, delivers).await
+        Command::Events(cmd) => with_store(&config, |store| async move {
+            inspect::events(&store, cmd).await
         }),
-        Command::Destinations(cmd) => with_store(&config, |store, _| async move {
+        Command::Destinations(cmd) => with_store(&config, |store| async move {
             destinations::run(&store, cmd).await
         }),
         Command::Secret(cmd) => {
             destinations::secret(cmd);
             Ok(())
         }
-        Command::Fraud(cmd) => with_store(&config, |store, delivers| async move {
-            fraud::run(&store, cmd, delivers).await
-        }),
-        Command::Operators(cmd) => with_store(&config, |store, _| async move {
-            operators::run(&store, cmd).await
-        }),
+        Command::Fraud(cmd) => with_store(
+            &config,
+            |store| async move { fraud::run(&store, cmd).await },
+        ),
+        Command::Operators(cmd) => {
+            with_store(
+                &config,
+                |store| async move { operators::run(&store, cmd).await },
+            )
+        }
         Command::Alerts(cmd) => {
             load(&config).and_then(|c| Ok(runtime()?.block_on(alerts::run(c, cmd))?))
         }
@@ -313,11 +320,11 @@ fn load_for_platform(path: &Path) -> Result<(Config, Vec<Account>), Failure> {
 }
 
 /// Runs `f` on the store named by the configuration at `path`, opened as a
-/// client next to whatever serves it; `f` also hears whether events are
-/// delivered anywhere.
+/// client next to whatever serves it (with the configuration's event
+/// policy, so it knows whether events are delivered anywhere).
 fn with_store<F, Fut>(path: &Path, f: F) -> Result<(), Failure>
 where
-    F: FnOnce(Store, bool) -> Fut,
+    F: FnOnce(Store) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>>,
 {
     opened(&load(path)?, f)
@@ -327,12 +334,11 @@ where
 /// needs the accounts' names reads the file once).
 fn opened<F, Fut>(config: &Config, f: F) -> Result<(), Failure>
 where
-    F: FnOnce(Store, bool) -> Fut,
+    F: FnOnce(Store) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>>,
 {
     let location = config.location().map_err(Failure::Config)?;
     let events = config.event_policy();
-    let delivers = events.delivers();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -341,7 +347,7 @@ where
         let store = Store::open_client(&location, pointhook::rules::decision_rules(events))
             .await
             .context("cannot open the database")?;
-        f(store, delivers).await
+        f(store).await
     })?;
     Ok(())
 }

@@ -120,11 +120,10 @@ pub async fn run(store: &Store, cmd: Operators) -> anyhow::Result<()> {
 }
 
 /// Acting from the command line.
-pub fn acting(store: &Store, delivers: bool) -> Actions {
+pub fn acting(store: &Store) -> Actions {
     Actions {
         store: store.clone(),
         clock: std::sync::Arc::new(pointhook_common::clock::SystemClock),
-        delivers_events: delivers,
     }
 }
 

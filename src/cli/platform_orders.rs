@@ -54,7 +54,6 @@ pub async fn run(
     config: &Config,
     accounts: Vec<Account>,
     store: &Store,
-    delivers: bool,
     cmd: PlatformOrders,
 ) -> anyhow::Result<()> {
     let (id, account, yes) = match &cmd {
@@ -104,7 +103,7 @@ pub async fn run(
             &format!("order {} not changed (asked: {what})", read.id),
         )?;
     }
-    let acted = acting(store, delivers)
+    let acted = acting(store)
         .change_platform_order(&Actor::cli(), &api, account, &order, change)
         .await?;
     let answer = finished(acted).with_context(|| format!("order {order} not changed"))?;

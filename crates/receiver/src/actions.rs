@@ -135,8 +135,6 @@ pub fn order_of(key: &str) -> Option<String> {
 pub struct Actions {
     pub store: Store,
     pub clock: Arc<dyn Clock>,
-    /// Whether events are delivered anywhere (redelivery needs a URL).
-    pub delivers_events: bool,
 }
 
 /// What an audit entry is about.
@@ -370,7 +368,7 @@ impl Actions {
             },
         };
         let run = async {
-            if !self.delivers_events {
+            if !self.store.delivers_events() {
                 return Ok(Done::Refused(
                     "events are only stored: set [fulfillment] url to deliver them".into(),
                 ));

@@ -210,7 +210,6 @@ impl App {
                         store: store.clone(),
                         token,
                         clock: options.clock.clone(),
-                        delivers_events: outbox.is_some(),
                         metrics: metrics.clone(),
                         default_account: Accounts::new(accounts.clone()).default_name(),
                         accounts: accounts.iter().map(|a| a.name.clone()).collect(),

@@ -6,6 +6,13 @@ use super::{Backend, Store, StoreError, views};
 use crate::domain::{EventState, JobState};
 
 impl Store {
+    /// Whether any event goes to a destination (the event policy it was
+    /// opened with): without one, events are only stored and none can be
+    /// sent again.
+    pub fn delivers_events(&self) -> bool {
+        self.inner.rules.events.delivers()
+    }
+
     /// Newest first. An unknown `kind` matches nothing.
     pub async fn list_deliveries(
         &self,

@@ -40,8 +40,6 @@ pub struct AdminState {
     pub store: Store,
     pub token: Secret,
     pub clock: Arc<dyn Clock>,
-    /// Whether events are delivered anywhere (redelivery needs a URL).
-    pub delivers_events: bool,
     /// The default account for `/api/orders/{id}`.
     pub default_account: Option<String>,
     /// Every account's name (the search looks in each).
@@ -78,7 +76,6 @@ impl Admin {
         crate::actions::Actions {
             store: self.store.clone(),
             clock: self.clock.clone(),
-            delivers_events: self.delivers_events,
         }
     }
 }

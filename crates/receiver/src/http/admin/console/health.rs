@@ -230,7 +230,7 @@ pub async fn page(
     let (merchant, merchant_ok) = match (&health.merchant_failing, &health.last_delivered_at) {
         (Some(e), _) => (format!("failing: {e}"), false),
         (None, Some(at)) => (format!("last event delivered at {at}"), true),
-        (None, None) if s.delivers_events => ("nothing delivered yet".into(), true),
+        (None, None) if s.store.delivers_events() => ("nothing delivered yet".into(), true),
         (None, None) => ("no [fulfillment] url: events are only stored".into(), true),
     };
     let missed_24h = s.store.missed_since(now - DAY_MS).await?;

@@ -327,7 +327,7 @@ pub async fn event(
         order: order_of(&e.summary.subject),
         attempts: s.store.event_attempts(id.clone()).await?,
         audit: audit_of(&s, format!("event:{id}")).await?,
-        delivers: s.delivers_events,
+        delivers: s.store.delivers_events(),
         e,
     }))
 }
