@@ -6,11 +6,21 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::bail;
 
+/// Whether a person can be asked (standard input is a terminal).
+pub fn can_ask() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+/// Nothing done because nobody can be asked: `what` and how to go ahead.
+pub fn unasked(what: &str) -> anyhow::Error {
+    anyhow::anyhow!("{what}: add --yes where nobody can be asked")
+}
+
 /// Asks `question` (what will happen, in words) and returns only on a yes.
-/// `unasked` is the one line said when nobody can be asked.
-pub fn confirm(question: &str, unasked: &str) -> anyhow::Result<()> {
-    if !std::io::stdin().is_terminal() {
-        bail!("{unasked}: add --yes where nobody can be asked");
+/// `what` is the one line said when nobody can be asked.
+pub fn confirm(question: &str, what: &str) -> anyhow::Result<()> {
+    if !can_ask() {
+        return Err(unasked(what));
     }
     let mut err = std::io::stderr();
     write!(err, "{question}\nConfirm? [y/N] ")?;

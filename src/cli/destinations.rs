@@ -108,6 +108,7 @@ pub async fn run(store: &Store, cmd: Destinations) -> anyhow::Result<()> {
                 Done::Refused(_) => {
                     bail!("{name} is disabled: `pointhook destinations enable {name}` first")
                 }
+                Done::Unknown(why) => bail!("{why}"),
                 Done::Done(n) => {
                     println!("{n} events for {name} queued again, oldest first");
                     if n > 0 && !no_wait {

@@ -131,6 +131,6 @@ pub fn acting(store: &Store) -> Actions {
 pub fn finished<T>(acted: Acted<T>) -> anyhow::Result<T> {
     match acted.done {
         Done::Done(t) => Ok(t),
-        Done::Refused(why) => bail!("{why}"),
+        Done::Refused(why) | Done::Unknown(why) => bail!("{why}"),
     }
 }

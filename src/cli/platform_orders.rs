@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Subcommand;
 
+use pointhook::actions::Done;
 use pointhook::actions::platform_orders::OrderChange;
 use pointhook::api::ApiClient;
 use pointhook::api::calls::CallLog;
@@ -20,7 +21,7 @@ use pointhook::store::Store;
 use pointhook_common::money::Money;
 use pointhook_common::text::printable;
 
-use super::operators::{acting, finished};
+use super::operators::acting;
 
 #[derive(Debug, Subcommand)]
 pub enum PlatformOrders {
@@ -89,6 +90,12 @@ pub async fn run(
     .context("cannot build the API client")?;
     if !yes {
         let what = change.words();
+        // Nobody to ask: nothing is read either.
+        if !super::ask::can_ask() {
+            return Err(super::ask::unasked(&format!(
+                "order {order} not changed (asked: {what})"
+            )));
+        }
         let read = api
             .platform_order(&CallLog::default(), account, &order)
             .await
@@ -106,7 +113,11 @@ pub async fn run(
     let acted = acting(store)
         .change_platform_order(&Actor::cli(), &api, account, &order, change)
         .await?;
-    let answer = finished(acted).with_context(|| format!("order {order} not changed"))?;
+    let answer = match acted.done {
+        Done::Done(answer) => answer,
+        Done::Refused(why) => anyhow::bail!("order {order} not changed: {why}"),
+        Done::Unknown(why) => anyhow::bail!("order {order}: {why}"),
+    };
     println!(
         "{}",
         pointhook_common::text::json_for_terminal(&serde_json::to_string_pretty(&answer)?)

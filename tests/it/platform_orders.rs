@@ -228,8 +228,19 @@ async fn an_order_is_shown_and_refunded_from_the_cli_with_a_stable_key() {
         "--amount",
         "20.00",
     ];
-    // Money moves: with nobody at a terminal to ask, only --yes refunds.
+    // Money moves: with nobody at a terminal to ask, only --yes refunds,
+    // and nothing is even read.
+    let reads = || async {
+        api.received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|r| r.method.as_str() == "GET" && r.url.path() == format!("/v1/orders/{ID}"))
+            .count()
+    };
+    let read_before = reads().await;
     let (ok, out, err) = cli_async(&app, &partial).await;
+    assert_eq!(reads().await, read_before, "nothing read");
     assert!(!ok && out.is_empty(), "{out}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
@@ -283,15 +294,35 @@ async fn an_order_is_shown_and_refunded_from_the_cli_with_a_stable_key() {
         refunds[0].1["transactions"][0],
         json!({"id": "PAY01K22Y503EJ8JHGF64KGY1PZ2B", "amount": "20.00"})
     );
-    // The platform refusing is said, and nothing is counted as done.
+    // No clear answer (a 5xx) is not a refusal: the order may have changed,
+    // and asking again is safe.
+    Mock::given(method("POST"))
+        .and(path(format!("/v1/orders/{ID}/cancel")))
+        .respond_with(ResponseTemplate::new(500))
+        .up_to_n_times(1)
+        .mount(&api)
+        .await;
     let (ok, _, err) = cli_async(&app, &["platform-orders", "cancel", ID, "--yes"]).await;
-    assert!(!ok && err.contains("the platform refused it"), "{err}");
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("no clear answer from the platform")
+            && err.contains("may have changed")
+            && !err.contains("not changed"),
+        "{err}"
+    );
+    // The platform refusing (here a 404) is said, and nothing is counted as
+    // done.
+    let (ok, _, err) = cli_async(&app, &["platform-orders", "cancel", ID, "--yes"]).await;
+    assert!(
+        !ok && err.contains("not changed: the platform refused it"),
+        "{err}"
+    );
     // Each action a person took is in the order's story, with how it ended;
     // what was not confirmed is not.
     let (ok, out, err) = cli_async(&app, &["explain", ID]).await;
     assert!(ok, "{err}");
     let actions: Vec<&str> = out.lines().filter(|l| l.contains("  action")).collect();
-    assert_eq!(actions.len(), 4, "{out}");
+    assert_eq!(actions.len(), 5, "{out}");
     assert_eq!(
         actions
             .iter()
@@ -301,7 +332,11 @@ async fn an_order_is_shown_and_refunded_from_the_cli_with_a_stable_key() {
         "{out}"
     );
     assert!(
-        actions[3].contains("cancel_order by") && actions[3].contains("the platform refused it"),
+        actions[3].contains("cancel_order by") && actions[3].contains("no clear answer"),
+        "{out}"
+    );
+    assert!(
+        actions[4].contains("cancel_order by") && actions[4].contains("the platform refused it"),
         "{out}"
     );
     let (ok, _, err) = cli_async(&app, &["platform-orders", "cancel", "123", "--yes"]).await;
@@ -382,59 +417,67 @@ async fn reconciliation_finds_an_order_whose_notification_never_came() {
 /// The classic payment behind an order of the Orders API is listed by the
 /// payments search, but its story is the order's: the sweeper takes it as
 /// known, not as a notification that never came (a person would be asked
-/// about every sale). A payment of no order is still missed.
+/// about every sale), whether the order was decided or is still being
+/// checked. A payment of no order is still missed.
 async fn the_payment_behind_an_order_is_not_a_missed_notification() {
-    let api = MockServer::start().await;
-    serve(&api, order("processed", json!({})), None).await;
-    let changed = pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 60_000);
-    let payment = |id: u64| json!({"id": id, "status": "approved", "date_last_updated": changed});
-    for (at, body) in [
-        (
-            "/v1/payments/search",
-            json!({"paging": {"total": 2}, "results": [payment(1700000001), payment(1700000002)]}),
-        ),
-        (
-            "/merchant_orders/search",
-            json!({"elements": [], "total": 0}),
-        ),
-        (
-            "/point/integration-api/payment-intents/events",
-            json!({"events": []}),
-        ),
-        (
-            "/v1/orders",
-            json!({"data": [], "paging": {"total": 0, "offset": 0, "limit": 50}}),
-        ),
+    for (status, payment, decided) in [
+        ("processed", None, vec!["platform_order.processed"]),
+        ("action_required", Some("in_process"), vec![]),
     ] {
-        Mock::given(method("GET"))
-            .and(path(at))
-            .respond_with(ResponseTemplate::new(200).set_body_json(body))
-            .mount(&api)
-            .await;
+        let api = MockServer::start().await;
+        serve(&api, order(status, json!({})), payment).await;
+        let changed =
+            pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 60_000);
+        let payment =
+            |id: u64| json!({"id": id, "status": "approved", "date_last_updated": changed});
+        for (at, body) in [
+            (
+                "/v1/payments/search",
+                json!({"paging": {"total": 2}, "results": [payment(1700000001), payment(1700000002)]}),
+            ),
+            (
+                "/merchant_orders/search",
+                json!({"elements": [], "total": 0}),
+            ),
+            (
+                "/point/integration-api/payment-intents/events",
+                json!({"events": []}),
+            ),
+            (
+                "/v1/orders",
+                json!({"data": [], "paging": {"total": 0, "offset": 0, "limit": 50}}),
+            ),
+        ] {
+            Mock::given(method("GET"))
+                .and(path(at))
+                .respond_with(ResponseTemplate::new(200).set_body_json(body))
+                .mount(&api)
+                .await;
+        }
+        let app = app_on(&api).await;
+        notify(&app, &format!("order.{status}")).await;
+        app.run_jobs().await;
+        assert_eq!(told(&app), decided, "{status}");
+        let since =
+            pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 3_600_000);
+        let (ok, out, err) = cli_async(&app, &["reconcile", "--since", &since]).await;
+        assert!(ok, "{err}");
+        assert!(
+            out.contains("2 changes found, 1 already known, 1 enqueued (payment 1)"),
+            "{status}: {out}"
+        );
+        let (ok, out, err) = cli_async(
+            &app,
+            &["deliveries", "list", "--kind", "reconcile", "--json"],
+        )
+        .await;
+        assert!(ok, "{err}");
+        let missed: Vec<Value> = serde_json::from_str(&out).unwrap();
+        let ids: Vec<&str> = missed
+            .iter()
+            .filter_map(|d| d["resource_id"].as_str())
+            .collect();
+        assert_eq!(ids, ["1700000002"], "{status}: {out}");
+        app.stop().await;
     }
-    let app = app_on(&api).await;
-    notify(&app, "order.processed").await;
-    app.run_jobs().await;
-    assert_eq!(told(&app), ["platform_order.processed"]);
-    let since =
-        pointhook_common::clock::rfc3339(pointhook_common::clock::unix_ms_now() - 3_600_000);
-    let (ok, out, err) = cli_async(&app, &["reconcile", "--since", &since]).await;
-    assert!(ok, "{err}");
-    assert!(
-        out.contains("2 changes found, 1 already known, 1 enqueued (payment 1)"),
-        "{out}"
-    );
-    let (ok, out, err) = cli_async(
-        &app,
-        &["deliveries", "list", "--kind", "reconcile", "--json"],
-    )
-    .await;
-    assert!(ok, "{err}");
-    let missed: Vec<Value> = serde_json::from_str(&out).unwrap();
-    let ids: Vec<&str> = missed
-        .iter()
-        .filter_map(|d| d["resource_id"].as_str())
-        .collect();
-    assert_eq!(ids, ["1700000002"], "{out}");
-    app.stop().await;
 }

@@ -26,6 +26,9 @@ pub enum Done<T> {
     Done(T),
     /// Not done, and why (no such item, not in a state that allows it).
     Refused(String),
+    /// Perhaps done: the platform gave no clear answer (a timeout, a 5xx).
+    /// Asking again is safe where the call carries an idempotency key.
+    Unknown(String),
 }
 
 /// An action recorded: its audit entry, and how it ended.
@@ -176,6 +179,7 @@ impl Actions {
         let (outcome, result) = match &done {
             Ok(Done::Done(t)) => (AuditOutcome::Done, said(t)),
             Ok(Done::Refused(why)) => (AuditOutcome::Refused, why.clone()),
+            Ok(Done::Unknown(why)) => (AuditOutcome::Unknown, why.clone()),
             Err(e) => (AuditOutcome::Failed, e.to_string()),
         };
         if let Err(e) = self.store.end_audit(id, outcome, result, self.now()).await {

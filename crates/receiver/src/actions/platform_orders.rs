@@ -62,7 +62,8 @@ impl OrderChange<'_> {
 
 impl Actions {
     /// Cancels or refunds `order` at the platform. What the platform
-    /// answered is the result; its refusal is the reason it was not done.
+    /// answered is the result; a 4xx is the reason it was not done, and no
+    /// clear answer leaves it unknown.
     pub async fn change_platform_order(
         &self,
         who: &Actor,
@@ -89,6 +90,10 @@ impl Actions {
             };
             Ok(match answer {
                 Ok(v) => Done::Done(v),
+                Err(e) if e.may_have_acted() => Done::Unknown(format!(
+                    "no clear answer from the platform ({e}): the order may have changed; \
+                     asking again is safe, the same request never acts twice"
+                )),
                 Err(e) => Done::Refused(format!("the platform refused it: {e}")),
             })
         };
@@ -122,6 +127,30 @@ mod tests {
         for (i, k) in all.iter().enumerate() {
             assert!(k.starts_with("pointhook-") && k.len() == 42, "{k}");
             assert!(all[i + 1..].iter().all(|o| o != k), "{all:?}");
+        }
+    }
+
+    /// The keys of requests already sent stay what they were: a command run
+    /// again after an upgrade must not refund twice.
+    #[test]
+    fn the_keys_do_not_change_between_versions() {
+        let order = PlatformOrderId::parse("ORD01JQ4S4KY8HWQ6NA5PXB65B3D3").unwrap();
+        let twenty = Money::parse("20.00").unwrap();
+        for (change, key) in [
+            (
+                OrderChange::Cancel,
+                "pointhook-477193955feb6cb9de886080c6a37f80",
+            ),
+            (
+                OrderChange::Refund(Some(("PAY1", twenty))),
+                "pointhook-2b90d28ac19949b124df9f278992546b",
+            ),
+            (
+                OrderChange::Refund(None),
+                "pointhook-6329981bd1958c99232ff33039e1cc93",
+            ),
+        ] {
+            assert_eq!(change.idempotency_key("default", &order), key, "{change:?}");
         }
     }
 }

@@ -78,6 +78,24 @@ pub enum ErrorClass {
 }
 
 impl ApiError {
+    /// Whether a call that changes something may have done so anyway: the
+    /// platform answered nothing clear (a timeout, a broken connection, a
+    /// 5xx, an answer that cannot be read). A 4xx is a clear "not done".
+    pub fn may_have_acted(&self) -> bool {
+        match self {
+            ApiError::Server { .. }
+            | ApiError::Timeout { .. }
+            | ApiError::Connect { .. }
+            | ApiError::Decode { .. }
+            | ApiError::WrongResource { .. } => true,
+            ApiError::RateLimited { .. }
+            | ApiError::Unauthorized { .. }
+            | ApiError::NotFound { .. }
+            | ApiError::Refused { .. }
+            | ApiError::UnknownAccount(_) => false,
+        }
+    }
+
     pub fn class(&self) -> ErrorClass {
         match self {
             ApiError::RateLimited { retry_after, .. } => ErrorClass::Retry(*retry_after),

@@ -64,6 +64,8 @@ pub enum AuditOutcome {
     Refused = 2,
     /// Storage failed while doing it (for an alert: the channel did).
     Failed = 3,
+    /// Perhaps done: the platform gave no clear answer.
+    Unknown = 4,
 }
 
 // `as_str`, `parse` and `all` come from `states`' `named!`, as for the states.

@@ -53,7 +53,7 @@ impl Refusal {
     pub fn code(&self) -> &'static str {
         match self {
             Refusal::TooLarge(TooLarge::Query) => "query_too_long",
-            Refusal::TooLarge(_) => "header_too_large",
+            Refusal::TooLarge(TooLarge::Header(_) | TooLarge::Headers) => "header_too_large",
             Refusal::Unclassifiable(e) => e.code(),
             Refusal::UnknownAccount(_) => "unknown_account",
             Refusal::BodyTooLarge(_) => "body_too_large",
@@ -88,6 +88,16 @@ mod tests {
                 Refusal::TooLarge(TooLarge::Headers),
                 431,
                 "header_too_large",
+            ),
+            (
+                Refusal::TooLarge(TooLarge::Header("x-signature")),
+                431,
+                "header_too_large",
+            ),
+            (
+                Refusal::Unclassifiable(ClassifyError::Unrecognised),
+                400,
+                "unrecognised_notification",
             ),
             (Refusal::UnknownAccount("x".into()), 404, "unknown_account"),
             (Refusal::BodyTooLarge(10), 413, "body_too_large"),

@@ -8,7 +8,8 @@ use pointhook_common::money::Overflow;
 use super::JobError;
 use super::ctx::Ctx;
 use crate::domain::{
-    ChargebackId, Effects, IntentId, MerchantOrderId, PaymentId, PlatformOrderId, Work,
+    ChargebackId, Effects, IntentId, MerchantOrderId, OrderPayment, PaymentId, PlatformOrderId,
+    Work,
 };
 use crate::rules::wait::Wait;
 use crate::rules::{self, IntentDecision};
@@ -172,9 +173,11 @@ async fn platform_order(
         .platform_order(ctx.calls, account, id)
         .await
         .map_err(api_err)?;
+    let payments = po::payments(&order);
     let (outcome, checked) = match po::status(&order) {
         OrderDecision::Final(outcome) => (outcome, None),
         OrderDecision::CheckPayment => {
+            keep_payments(ctx, job, &payments).await?;
             let Some(pid) = order.payments.iter().find_map(|t| t.payment_id()) else {
                 return Err(JobError::Retry {
                     reason: format!("order {id} asks for a check but names no payment yet"),
@@ -200,27 +203,42 @@ async fn platform_order(
             }
         }
         OrderDecision::NotFinal => {
-            let ended = not_final(
+            keep_payments(ctx, job, &payments).await?;
+            return not_final(
                 ctx,
                 job,
                 &format!(
                     "order {id} is still {}",
                     pointhook_common::text::printable(&order.status)
                 ),
-            )?;
-            return Ok(Effects {
-                order_payments: po::payments(&order),
-                ..ended
-            });
+            );
         }
     };
     let decisions = po::decisions(&order, outcome, checked.as_ref())
         .map_err(overflow(format!("order {id}")))?;
     Ok(Effects {
         decisions,
-        order_payments: po::payments(&order),
+        order_payments: payments,
         ..Effects::default()
     })
+}
+
+/// An order's payments recorded before its run may end without a decision
+/// (asked again later): the sweeper must not take them for notifications
+/// that never came meanwhile.
+async fn keep_payments(
+    ctx: &Ctx<'_>,
+    job: &LeasedJob,
+    payments: &[OrderPayment],
+) -> Result<(), JobError> {
+    if payments.is_empty() {
+        return Ok(());
+    }
+    let effects = Effects {
+        order_payments: payments.to_vec(),
+        ..Effects::default()
+    };
+    ctx.record(job, effects).await
 }
 
 /// An intent that is still moving is asked again for a while; after that

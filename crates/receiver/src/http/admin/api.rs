@@ -150,6 +150,10 @@ fn done<T>(d: Done<T>, code: &'static str) -> Result<T> {
         Done::Done(t) => Ok(t),
         Done::Refused(message) if message.starts_with("no ") => Err(AdminError::NotFound(message)),
         Done::Refused(message) => Err(AdminError::Conflict { code, message }),
+        Done::Unknown(message) => Err(AdminError::Conflict {
+            code: "outcome_unknown",
+            message,
+        }),
     }
 }
 

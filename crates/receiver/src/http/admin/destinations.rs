@@ -83,7 +83,7 @@ async fn recover(
         .recover_destination(&Actor::api(), &name, since)
         .await?;
     match acted.done {
-        Done::Refused(message) => Err(AdminError::Conflict {
+        Done::Refused(message) | Done::Unknown(message) => Err(AdminError::Conflict {
             code: "destination_disabled",
             message,
         }),
@@ -109,7 +109,9 @@ async fn known(s: &Shared, name: &str) -> Result<()> {
 fn refused<T>(d: Done<T>, code: &'static str) -> Result<T> {
     match d {
         Done::Done(t) => Ok(t),
-        Done::Refused(message) => Err(AdminError::Conflict { code, message }),
+        Done::Refused(message) | Done::Unknown(message) => {
+            Err(AdminError::Conflict { code, message })
+        }
     }
 }
 

@@ -41,11 +41,15 @@ pub async fn apply(
         None => lock_orders(tx, account, effects, now).await?,
     };
     if !effects.order_payments.is_empty() {
-        let (payments, orders_of): (Vec<&str>, Vec<&str>) = effects
+        // In order of payment id, as the orders are locked: two jobs never
+        // wait on each other's rows in opposite orders.
+        let mut rows: Vec<(&str, &str)> = effects
             .order_payments
             .iter()
             .map(|p| (p.payment.as_str(), p.order.as_str()))
-            .unzip();
+            .collect();
+        rows.sort_unstable();
+        let (payments, orders_of): (Vec<&str>, Vec<&str>) = rows.into_iter().unzip();
         tx.execute(
             "INSERT INTO order_payments (account, payment_id, platform_order)
              SELECT $1, * FROM unnest($2::text[], $3::text[]) ON CONFLICT DO NOTHING",
