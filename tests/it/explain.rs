@@ -220,5 +220,15 @@ async fn an_orders_api_order_is_explained() {
         )],
     )
     .await;
+    // Its classic payment leads to it too.
+    let (ok, out, err) = cli_async(&app, &["explain", "1700000001"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with(&format!(
+            "platform order {} (account default; found by its payment)",
+            platform_orders::ID
+        )),
+        "{out}"
+    );
     app.stop().await;
 }

@@ -343,6 +343,22 @@ pub async fn search(c: &Client, accounts: &[String], text: &str) -> Result<Vec<F
                 None => add(hit("payment", "payment"), &mut found),
             }
         }
+        // The classic payment behind an order of the Orders API.
+        if let Some(row) = c
+            .query_opt(
+                "SELECT platform_order FROM order_payments WHERE account = $1 AND payment_id = $2",
+                &[&account, &text],
+            )
+            .await?
+        {
+            add(
+                Found {
+                    id: row.try_get(0)?,
+                    ..hit("platform_order", "payment")
+                },
+                &mut found,
+            );
+        }
         let subjects = c
             .query(
                 // No DISTINCT: its order would lead the planner to the

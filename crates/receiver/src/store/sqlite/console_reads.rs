@@ -291,6 +291,19 @@ pub(super) fn search(
                 None => add(hit("payment", "payment")),
             }
         }
+        // The classic payment behind an order of the Orders API.
+        let behind: Option<String> = c
+            .prepare_cached(
+                "SELECT platform_order FROM order_payments WHERE account = ?1 AND payment_id = ?2",
+            )?
+            .query_row(params![account, text], |r| r.get(0))
+            .optional()?;
+        if let Some(order) = behind {
+            add(Found {
+                id: order,
+                ..hit("platform_order", "payment")
+            });
+        }
         let subjects: Vec<String> = c
             .prepare_cached(
                 "SELECT subject FROM events INDEXED BY events_reference
