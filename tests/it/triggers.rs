@@ -8,6 +8,7 @@ use std::time::Duration;
 use pointhook_sandbox::fixture::matches;
 use serde_json::Value;
 
+use crate::helpers::wait_for;
 use crate::platform::{Merchant, TOKEN, wired};
 
 /// Runs the binary with `args`: success, standard output, standard error.
@@ -231,6 +232,10 @@ async fn an_order_exported_as_a_scenario_replays_on_a_fresh_sandbox() {
     assert!(ok, "{err}");
     let released = told(&merchant, "order.released").await;
     let order = released["merchant_order_id"].as_str().unwrap().to_string();
+    // The release may come before the payments' own jobs have run (the
+    // order's read already showed them paid); what is exported is what
+    // pointhook saw, so let it see everything first.
+    wait_for("every job run", async || app.unsettled() == 0).await;
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("incident.json");
