@@ -7,6 +7,16 @@ use crate::domain::Action;
 use crate::operators::Actor;
 use crate::store::{Recovery, StoreError};
 
+/// What an action on destination `name` is about, for the audit.
+fn about(name: &str, detail: String) -> About {
+    About {
+        item: format!("destination:{name}"),
+        account: None,
+        order_id: None,
+        detail,
+    }
+}
+
 impl Actions {
     /// New events go to `name` again (what waits for it needs a recovery).
     pub async fn enable_destination(
@@ -14,23 +24,13 @@ impl Actions {
         who: &Actor,
         name: &str,
     ) -> Result<Acted<()>, StoreError> {
-        let about = About {
-            item: format!("destination:{name}"),
-            account: None,
-            order_id: None,
-            detail: format!(
-                "enable destination {}",
-                pointhook_common::text::printable(name)
-            ),
-        };
+        let shown = pointhook_common::text::printable(name);
+        let about = about(name, format!("enable destination {shown}"));
         let run = async {
             Ok(if self.store.enable_destination(name, self.now()).await? {
                 Done::Done(())
             } else {
-                Done::Refused(format!(
-                    "no destination {}",
-                    pointhook_common::text::printable(name)
-                ))
+                Done::Refused(format!("no destination {shown}"))
             })
         };
         self.audited(who, Action::Enable, about, run, |_| "enabled".into())
@@ -45,15 +45,13 @@ impl Actions {
         reason: &str,
     ) -> Result<Acted<()>, StoreError> {
         let shown = pointhook_common::text::printable(name);
-        let about = About {
-            item: format!("destination:{name}"),
-            account: None,
-            order_id: None,
-            detail: format!(
+        let about = about(
+            name,
+            format!(
                 "disable destination {shown}: {}",
                 pointhook_common::text::printable(reason)
             ),
-        };
+        );
         let run = async {
             Ok(
                 if self
@@ -80,15 +78,13 @@ impl Actions {
         since: i64,
     ) -> Result<Acted<u64>, StoreError> {
         let shown = pointhook_common::text::printable(name);
-        let about = About {
-            item: format!("destination:{name}"),
-            account: None,
-            order_id: None,
-            detail: format!(
+        let about = about(
+            name,
+            format!(
                 "recover destination {shown} since {}",
                 pointhook_common::clock::rfc3339(since)
             ),
-        };
+        );
         let run = async {
             Ok(
                 match self

@@ -173,11 +173,12 @@ async fn platform_order(
         .platform_order(ctx.calls, account, id)
         .await
         .map_err(api_err)?;
-    let payments = po::payments(&order);
+    let mut payments = po::payments(&order);
     let (outcome, checked) = match po::status(&order) {
         OrderDecision::Final(outcome) => (outcome, None),
         OrderDecision::CheckPayment => {
-            keep_payments(ctx, job, &payments).await?;
+            // Recorded now, so not again with the decision.
+            keep_payments(ctx, job, std::mem::take(&mut payments)).await?;
             let Some(pid) = order.payments.iter().find_map(|t| t.payment_id()) else {
                 return Err(JobError::Retry {
                     reason: format!("order {id} asks for a check but names no payment yet"),
@@ -203,7 +204,7 @@ async fn platform_order(
             }
         }
         OrderDecision::NotFinal => {
-            keep_payments(ctx, job, &payments).await?;
+            keep_payments(ctx, job, payments).await?;
             return not_final(
                 ctx,
                 job,
@@ -229,13 +230,13 @@ async fn platform_order(
 async fn keep_payments(
     ctx: &Ctx<'_>,
     job: &LeasedJob,
-    payments: &[OrderPayment],
+    payments: Vec<OrderPayment>,
 ) -> Result<(), JobError> {
     if payments.is_empty() {
         return Ok(());
     }
     let effects = Effects {
-        order_payments: payments.to_vec(),
+        order_payments: payments,
         ..Effects::default()
     };
     ctx.record(job, effects).await
