@@ -6,18 +6,30 @@
 use std::time::Duration;
 
 use super::alert_views::{AttentionCounts, IncidentRound};
+use super::sql::{Conn, sql};
 use super::{Backend, Leadership, Store, StoreError};
 use crate::domain::attention::{AlertKind, Incident};
+use crate::domain::{EventState, JobState, Kind, Review};
 
 impl Store {
     /// Incidents not resolved, oldest first.
     pub async fn open_incidents(&self) -> Result<Vec<Incident>, StoreError> {
-        on!(self, b => b.open_incidents().await)
+        self.read(|c| Box::pin(open_incidents(c))).await
     }
 
     /// When an opening of each kind was last sent (unix ms).
     pub async fn last_alerts_sent(&self) -> Result<Vec<(AlertKind, i64)>, StoreError> {
-        on!(self, b => b.last_alerts_sent().await)
+        self.read(|c| {
+            Box::pin(c.query(
+                sql!(
+                    "SELECT kind, max(notified_at) FROM incidents
+                     WHERE notified_at IS NOT NULL GROUP BY kind"
+                ),
+                &[],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            ))
+        })
+        .await
     }
 
     /// Records a round: what opened, what was told, what resolved; in one
@@ -26,25 +38,46 @@ impl Store {
         if round.opened.is_empty() && round.notified.is_empty() && round.resolved.is_empty() {
             return Ok(());
         }
-        on!(self, b => b.record_incidents(round).await)
+        self.write(move |c| {
+            let round = round.clone();
+            Box::pin(async move { record(c, &round).await })
+        })
+        .await
     }
 
     /// What needs a person, counted, for `/metrics`.
     pub async fn attention_counts(&self) -> Result<AttentionCounts, StoreError> {
-        on!(self, b => b.attention_counts().await)
+        self.read(|c| Box::pin(counts(c))).await
     }
 
     /// Each account's latest notification received after `after` (unix
     /// ms; reconciliation's own records left out), read by the time index
     /// from `after` on.
     pub async fn last_heard(&self, after: i64) -> Result<Vec<(String, i64)>, StoreError> {
-        on!(self, b => b.last_heard(after).await)
+        self.read(move |c| {
+            Box::pin(async move {
+                let index = c.indexed_by("deliveries_received_at");
+                c.query(
+                    &format!(
+                        "SELECT account, max(received_at) FROM deliveries {index}
+                         WHERE received_at > $1 AND kind <> $2 GROUP BY account"
+                    ),
+                    &[&after, &Kind::Reconcile],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .await
+            })
+        })
+        .await
     }
 
     /// How long this process's commits have failed with none succeeding
     /// (`None`: the last succeeded).
     pub fn commits_failing_for(&self) -> Option<Duration> {
-        on!(self, b => b.commits_failing_for())
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.commits_failing_for(),
+            Backend::Postgres(b) => b.commits_failing_for(),
+        }
     }
 
     /// The alerter's leadership: always on SQLite (one process owns the
@@ -56,4 +89,106 @@ impl Store {
             Backend::Postgres(b) => b.lead_alerts().await?.map(|l| Leadership(Some(l))),
         })
     }
+}
+
+async fn record(c: &Conn<'_>, round: &IncidentRound) -> Result<(), StoreError> {
+    for i in &round.opened {
+        c.execute(
+            sql!(
+                "INSERT INTO incidents (kind, item, text, path, opened_at)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (kind, item) WHERE resolved_at IS NULL DO NOTHING"
+            ),
+            &[&i.kind, &i.key, &i.text, &i.path, &i.opened_at],
+        )
+        .await?;
+    }
+    for (kind, key) in &round.notified {
+        c.execute(
+            sql!(
+                "UPDATE incidents SET notified_at = $3
+                 WHERE kind = $1 AND item = $2 AND resolved_at IS NULL AND notified_at IS NULL"
+            ),
+            &[kind, key, &round.now],
+        )
+        .await?;
+    }
+    for (kind, key) in &round.resolved {
+        c.execute(
+            sql!(
+                "UPDATE incidents SET resolved_at = $3
+                 WHERE kind = $1 AND item = $2 AND resolved_at IS NULL"
+            ),
+            &[kind, key, &round.now],
+        )
+        .await?;
+    }
+    c.execute(
+        sql!("DELETE FROM incidents WHERE resolved_at < $1"),
+        &[&round.forget_before],
+    )
+    .await?;
+    Ok(())
+}
+
+async fn open_incidents(c: &Conn<'_>) -> Result<Vec<Incident>, StoreError> {
+    let index = c.indexed_by("incidents_open");
+    c.query(
+        &format!(
+            "SELECT kind, item, text, path, opened_at, notified_at FROM incidents {index}
+             WHERE resolved_at IS NULL ORDER BY opened_at, id"
+        ),
+        &[],
+        |r| {
+            Ok(Incident {
+                kind: r.get(0)?,
+                key: r.get(1)?,
+                text: r.get(2)?,
+                path: r.get(3)?,
+                opened_at: r.get(4)?,
+                notified_at: r.get(5)?,
+            })
+        },
+    )
+    .await
+}
+
+/// Every count in one statement, each by its index. The kind of missed
+/// changes is a literal: with a parameter neither planner can use the
+/// partial index.
+async fn counts(c: &Conn<'_>) -> Result<AttentionCounts, StoreError> {
+    let after_release = c.indexed_by("decisions_after_release");
+    let at_risk = c.indexed_by("orders_at_risk");
+    let missed = c.indexed_by("deliveries_missed");
+    let reconcile = Kind::Reconcile as i16;
+    c.query_one(
+        &format!(
+            "SELECT
+               (SELECT count(*) FROM fraud_reviews WHERE state = $1),
+               (SELECT count(*) FROM decisions d {after_release}
+                 WHERE d.event_type = 'order.fraud_after_release' AND NOT EXISTS (
+                   SELECT 1 FROM acknowledgements a WHERE a.item = 'after_release:' || d.id)),
+               (SELECT count(*) FROM orders o {at_risk}
+                 WHERE o.at_risk_at IS NOT NULL AND NOT EXISTS (
+                   SELECT 1 FROM acknowledgements a
+                   WHERE a.item = 'at_risk:' || o.account || ':' || o.order_id)),
+               (SELECT count(*) FROM jobs WHERE state = $2),
+               (SELECT count(*) FROM events WHERE state = $3),
+               (SELECT count(*) FROM deliveries d {missed}
+                 WHERE d.kind = {reconcile} AND NOT EXISTS (
+                   SELECT 1 FROM acknowledgements a WHERE a.item = 'missed:' || d.id))"
+        ),
+        &[&Review::Held, &JobState::Dead, &EventState::Dead],
+        |r| {
+            Ok(AttentionCounts {
+                held_reviews: r.get(0)?,
+                released_before_fraud_alert: r.get(1)?,
+                at_risk: r.get(2)?,
+                dead_jobs: r.get(3)?,
+                events_given_up: r.get(4)?,
+                missed: r.get(5)?,
+            })
+        },
+    )
+    .await
 }

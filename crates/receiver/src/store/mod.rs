@@ -11,6 +11,7 @@ pub mod console_views;
 pub mod copy;
 pub mod model;
 mod postgres;
+pub(crate) mod sql;
 mod sqlite;
 pub mod tables;
 pub mod views;
@@ -210,6 +211,7 @@ mod console;
 mod inspect;
 mod maintenance;
 mod outbox;
+mod reconcile;
 mod reviews;
 
 /// How long a readiness answer is kept.
@@ -441,17 +443,6 @@ impl Store {
         on!(self, b => b.signature_seen_elsewhere(delivery_id).await)
     }
 
-    /// Whether what a platform search listed is known already: a read saw
-    /// that version, or the resource's job is still to run.
-    pub async fn known(&self, account: String, sighting: Sighting) -> Result<bool, StoreError> {
-        on!(self, b => b.known(account, sighting).await)
-    }
-
-    /// How many changes reconciliation found missed since `since`.
-    pub async fn missed_since(&self, since: i64) -> Result<u64, StoreError> {
-        on!(self, b => b.missed_since(since).await)
-    }
-
     /// Leadership of once-per-deployment work for as long as it is held:
     /// always granted on SQLite (one process owns the file); on PostgreSQL
     /// an advisory lock, `None` while another instance holds it.
@@ -480,6 +471,35 @@ impl Store {
     /// `Unavailable`.
     pub async fn close(&self) {
         on!(self, b => b.close().await)
+    }
+}
+
+impl Store {
+    /// Runs a query function (`sql`) on a read connection of whichever
+    /// backend this is: the one place a read chooses its backend.
+    pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c sql::Conn<'c>) -> sql::Run<'c, T> + Send + 'static,
+    {
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.read_conn(f).await,
+            Backend::Postgres(b) => b.read_conn(f).await,
+        }
+    }
+
+    /// Runs a query function in a durable transaction of whichever backend
+    /// this is (on SQLite, the writer's next group commit): the one place a
+    /// write chooses its backend.
+    pub(crate) async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c sql::Conn<'c>) -> sql::Run<'c, T> + Send + 'static,
+    {
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.write_conn(f).await,
+            Backend::Postgres(b) => b.write_conn(f).await,
+        }
     }
 }
 

@@ -26,12 +26,12 @@ mod enums;
 mod errors;
 mod events;
 mod inspect;
+mod leader;
 mod listen;
 mod maintenance;
 mod order_reads;
 mod prepared;
 mod reads;
-mod reconcile;
 mod reviews;
 mod schema;
 mod tls;
@@ -47,9 +47,8 @@ use tokio::sync::{Mutex, Notify, mpsc, oneshot};
 use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
-use super::model::{
-    FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting, Take,
-};
+use super::model::{FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Take};
+use super::sql::{Conn, Run};
 use super::{CommitHealth, StoreError};
 use crate::domain::Effects;
 use crate::domain::verdict::DecisionRules;
@@ -57,8 +56,8 @@ use listen::{Broadcast, Channel};
 use pointhook_common::clock::unix_ms_now;
 use work::IngestParams;
 
+pub use leader::Leader;
 pub use listen::Wakers;
-pub use reconcile::Leader;
 
 /// Deliveries committed together, at most.
 const MAX_BATCH: usize = 256;
@@ -197,6 +196,27 @@ impl PgStore {
 
     async fn client(&self) -> Result<Client, StoreError> {
         Ok(self.pool.get().await?)
+    }
+
+    /// Runs a query function on a pooled connection.
+    pub async fn read_conn<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: for<'c> FnOnce(&'c Conn<'c>) -> Run<'c, T>,
+    {
+        let client = self.client().await?;
+        f(&Conn::Pg(&client)).await
+    }
+
+    /// Runs a query function in a transaction of its own.
+    pub async fn write_conn<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: for<'c> Fn(&'c Conn<'c>) -> Run<'c, T>,
+    {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let out = f(&Conn::PgTx(&tx)).await?;
+        tx.commit().await?;
+        Ok(out)
     }
 
     /// Tells the other instances something on `channel` may be due; call
@@ -339,17 +359,9 @@ impl PgStore {
         Ok(())
     }
 
-    pub async fn known(&self, account: String, sighting: Sighting) -> Result<bool, StoreError> {
-        reconcile::known(&self.client().await?, &account, &sighting).await
-    }
-
-    pub async fn missed_since(&self, since: i64) -> Result<u64, StoreError> {
-        reconcile::missed_since(&self.client().await?, since).await
-    }
-
     /// The sweeper's lock, if no other instance holds it.
     pub async fn lead(&self) -> Result<Option<Leader>, StoreError> {
-        reconcile::lead(self.client().await?, reconcile::SWEEPER_LOCK).await
+        leader::lead(self.client().await?, leader::SWEEPER_LOCK).await
     }
 
     /// Makes every ingest commit fail (test builds only).

@@ -13,7 +13,6 @@
 //! waits for the server's writer for up to 5 seconds.
 
 pub(super) mod admin;
-mod alerts;
 mod console;
 mod console_lists;
 mod console_reads;
@@ -29,7 +28,6 @@ mod jobs;
 mod maintenance;
 mod migrations;
 mod order_reads;
-mod reconcile;
 mod reviews;
 mod sql_enum;
 mod wal_gather;
@@ -44,9 +42,8 @@ use rusqlite::Connection;
 use tokio::sync::Notify;
 
 use super::StoreError;
-use super::model::{
-    FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Sighting, Take,
-};
+use super::model::{FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Take};
+use super::sql::{Conn, Run, run_sqlite};
 use super::views::{Answer, ReviewView};
 use crate::domain::verdict::DecisionRules;
 use crate::domain::{Effects, Review, ReviewSeen};
@@ -165,6 +162,14 @@ impl SqliteStore {
         self.path.display().to_string()
     }
 
+    /// How long the writer's commits have failed with none succeeding.
+    pub fn commits_failing_for(&self) -> Option<std::time::Duration> {
+        match &self.writes {
+            Writes::Thread(w) => w.health().failing_for(),
+            Writes::Direct(_) => None,
+        }
+    }
+
     /// Whether the last commit failed (the writer's own record).
     pub fn commits_failing(&self) -> bool {
         match &self.writes {
@@ -252,15 +257,6 @@ impl SqliteStore {
 
     pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
         self.write(move |c| jobs::release(c, &job, now)).await
-    }
-
-    pub async fn known(&self, account: String, sighting: Sighting) -> Result<bool, StoreError> {
-        self.read(move |c| reconcile::known(c, &account, &sighting))
-            .await
-    }
-
-    pub async fn missed_since(&self, since: i64) -> Result<u64, StoreError> {
-        self.read(move |c| reconcile::missed_since(c, since)).await
     }
 
     pub async fn block_state(
@@ -357,6 +353,65 @@ impl SqliteStore {
                 .map_err(|e| StoreError::Unavailable(format!("write task failed: {e}")))?
             }
         }
+    }
+
+    /// Runs a query function in a durable transaction: the writer's next
+    /// group commit, or (a client) a transaction of its own. `Fn`: a
+    /// batch that fails is run again one operation at a time.
+    pub async fn write_conn<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c Conn<'c>) -> Run<'c, T> + Send + 'static,
+    {
+        match &self.writes {
+            Writes::Thread(w) => w.write_conn(f).await,
+            Writes::Direct(conn) => {
+                let conn = conn.clone();
+                tokio::task::spawn_blocking(move || {
+                    writer::lock(&conn).execute_batch("BEGIN IMMEDIATE")?;
+                    let out = run_sqlite(&conn, f);
+                    let c = writer::lock(&conn);
+                    match out {
+                        Ok(v) => c
+                            .execute_batch("COMMIT")
+                            .map(|_| v)
+                            .map_err(StoreError::from),
+                        Err(e) => {
+                            if !c.is_autocommit() {
+                                c.execute_batch("ROLLBACK")?;
+                            }
+                            Err(e)
+                        }
+                    }
+                })
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("write task failed: {e}")))?
+            }
+        }
+    }
+
+    /// Runs a query function on a read connection, off the async runtime.
+    pub async fn read_conn<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c Conn<'c>) -> Run<'c, T> + Send + 'static,
+    {
+        let path = self.path.clone();
+        let pool = self.pool_take();
+        let span = tracing::Span::current();
+        let (out, conn) = tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            let conn = std::sync::Mutex::new(match pool {
+                Some(c) => c,
+                None => open_connection(&path)?,
+            });
+            let out = run_sqlite(&conn, f);
+            Ok::<_, StoreError>((out, conn.into_inner().unwrap_or_else(|p| p.into_inner())))
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("read task failed: {e}")))??;
+        self.pool_put(conn);
+        out
     }
 
     /// Runs `f` on a read connection off the async runtime.

@@ -12,9 +12,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use rusqlite::{Connection, TransactionBehavior};
+use std::sync::Mutex;
+
+use rusqlite::Connection;
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use crate::store::sql::{Conn, Run, run_sqlite};
 use crate::store::{CommitHealth, StoreError};
 
 /// Operations queued beyond this wait (backpressure on the callers).
@@ -44,14 +47,14 @@ enum Msg {
 
 trait Op: Send {
     /// Runs the operation; `false` means it failed and must be rolled back.
-    fn apply(&mut self, conn: &Connection) -> bool;
+    fn apply(&mut self, conn: &Mutex<Connection>) -> bool;
     /// Tells the caller, once the batch's fate is known.
     fn finish(self: Box<Self>, commit: Result<(), &str>);
 }
 
 struct TypedOp<T, F> {
     f: F,
-    out: Option<Result<T, rusqlite::Error>>,
+    out: Option<Result<T, StoreError>>,
     reply: oneshot::Sender<Result<T, StoreError>>,
     /// Told once the operation is committed, whether or not anyone still
     /// waits for the answer.
@@ -61,9 +64,9 @@ struct TypedOp<T, F> {
 impl<T, F> Op for TypedOp<T, F>
 where
     T: Send,
-    F: Fn(&Connection) -> Result<T, rusqlite::Error> + Send,
+    F: Fn(&Mutex<Connection>) -> Result<T, StoreError> + Send,
 {
-    fn apply(&mut self, conn: &Connection) -> bool {
+    fn apply(&mut self, conn: &Mutex<Connection>) -> bool {
         let out = (self.f)(conn);
         let ok = out.is_ok();
         self.out = Some(out);
@@ -74,7 +77,7 @@ where
         let result = match (commit, self.out) {
             (Err(e), _) => Err(StoreError::Unavailable(e.to_string())),
             (Ok(()), Some(Ok(v))) => Ok(v),
-            (Ok(()), Some(Err(e))) => Err(StoreError::from(e)),
+            (Ok(()), Some(Err(e))) => Err(e),
             (Ok(()), None) => Err(StoreError::Unavailable("operation did not run".into())),
         };
         if let (Ok(_), Some(committed)) = (&result, &self.committed) {
@@ -159,6 +162,16 @@ impl Writer {
         self.write_then_notify(f, None).await
     }
 
+    /// As `write`, for a query function written for both backends.
+    pub async fn write_conn<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c Conn<'c>) -> Run<'c, T> + Send + 'static,
+    {
+        self.queue(move |conn: &Mutex<Connection>| run_sqlite(conn, &f), None)
+            .await
+    }
+
     /// As `write`, and notifies `committed` once `f` is committed, from the
     /// writer: a caller cancelled while it waited (a request whose client
     /// hung up) still has its commit announced.
@@ -170,6 +183,18 @@ impl Writer {
     where
         T: Send + 'static,
         F: Fn(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    {
+        self.queue(
+            move |conn: &Mutex<Connection>| Ok(f(&lock(conn))?),
+            committed,
+        )
+        .await
+    }
+
+    async fn queue<T, F>(&self, f: F, committed: Option<Arc<Notify>>) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: Fn(&Mutex<Connection>) -> Result<T, StoreError> + Send + 'static,
     {
         let (reply, rx) = oneshot::channel();
         let op = Box::new(TypedOp {
@@ -201,14 +226,10 @@ impl Writer {
     }
 }
 
-fn run(
-    mut conn: Connection,
-    mut rx: mpsc::Receiver<Msg>,
-    faults: Arc<Faults>,
-    health: &CommitHealth,
-) {
+fn run(conn: Connection, mut rx: mpsc::Receiver<Msg>, faults: Arc<Faults>, health: &CommitHealth) {
     let mut batch: Vec<Box<dyn Op>> = Vec::with_capacity(MAX_BATCH);
     let wal = WalLength::watch(&conn);
+    let conn = Mutex::new(conn);
     let mut last_look = std::time::Instant::now();
     while let Some(first) = rx.blocking_recv() {
         take(&mut rx, &mut batch, first);
@@ -221,16 +242,16 @@ fn run(
         if faults.panic_writer.load(Ordering::Relaxed) {
             panic!("injected writer panic");
         }
-        commit_batch(&mut conn, &mut batch, &faults, health);
+        commit_batch(&conn, &mut batch, &faults, health);
         if last_look.elapsed() >= CATCH_UP_EVERY {
             // Busy means the checkpoint thread is at it: try after the next batch.
-            if wal.bytes() <= WAL_RESTART_BYTES || catch_up_checkpoint(&conn) {
+            if wal.bytes() <= WAL_RESTART_BYTES || catch_up_checkpoint(&lock(&conn)) {
                 last_look = std::time::Instant::now();
             }
         }
     }
     drop(wal);
-    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
+    if let Err(e) = lock(&conn).query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
         tracing::warn!(error = %e, "final WAL checkpoint failed");
     }
     tracing::debug!("writer stopped: every queued operation was answered");
@@ -238,7 +259,7 @@ fn run(
 
 /// Commits `batch` and answers every operation in it.
 fn commit_batch(
-    conn: &mut Connection,
+    conn: &Mutex<Connection>,
     batch: &mut Vec<Box<dyn Op>>,
     faults: &Faults,
     health: &CommitHealth,
@@ -278,28 +299,44 @@ fn commit_batch(
 /// (a full disk, an I/O error), and what ran after would run outside any
 /// transaction, committed one statement at a time.
 fn run_in_transaction<'a>(
-    conn: &mut Connection,
+    conn: &Mutex<Connection>,
     ops: impl Iterator<Item = &'a mut Box<dyn Op>>,
     faults: &Faults,
 ) -> Result<bool, String> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
+    lock(conn)
+        .execute_batch("BEGIN IMMEDIATE")
         .map_err(|e| format!("cannot begin a transaction: {e}"))?;
     for op in ops {
-        if !op.apply(&tx) {
+        if !op.apply(conn) {
             // Rolled back by SQLite already, or by us now.
-            if !tx.is_autocommit() {
-                tx.rollback()
-                    .map_err(|e| format!("cannot roll back: {e}"))?;
-            }
+            roll_back(conn)?;
             return Ok(false);
         }
     }
     if faults.fail_commits.load(Ordering::Relaxed) {
+        roll_back(conn)?;
         return Err("injected storage fault".into());
     }
-    tx.commit().map_err(|e| format!("cannot commit: {e}"))?;
+    if let Err(e) = lock(conn).execute_batch("COMMIT") {
+        roll_back(conn)?;
+        return Err(format!("cannot commit: {e}"));
+    }
     Ok(true)
+}
+
+fn roll_back(conn: &Mutex<Connection>) -> Result<(), String> {
+    let c = lock(conn);
+    if !c.is_autocommit() {
+        c.execute_batch("ROLLBACK")
+            .map_err(|e| format!("cannot roll back: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The writer's connection: locked per statement, never contended (one
+/// thread owns it; the mutex lets a query function's future be `Send`).
+pub(super) fn lock(conn: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
+    conn.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn log_failure(commit: &Result<(), String>, ops: usize) {
@@ -415,6 +452,7 @@ mod tests {
         conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
         conn.execute_batch("CREATE TABLE t (v BLOB)").unwrap();
         let wal = WalLength::watch(&conn);
+        let conn = Mutex::new(conn);
         for _ in 0..50 {
             conn.execute("INSERT INTO t VALUES (zeroblob(8000))", [])
                 .unwrap();

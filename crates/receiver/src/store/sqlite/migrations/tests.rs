@@ -109,3 +109,34 @@ fn a_newer_schema_is_refused() {
         .unwrap();
     assert!(matches!(migrate(&mut conn), Err(StoreError::TooNew { .. })));
 }
+
+fn plan(c: &Connection, sql: &str) -> String {
+    c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The reads of every round touch what they count, not the tables.
+#[test]
+fn each_round_reads_by_an_index() {
+    let mut c = Connection::open_in_memory().unwrap();
+    migrate(&mut c).unwrap();
+    let heard = plan(
+        &c,
+        "SELECT account, max(received_at) FROM deliveries INDEXED BY deliveries_received_at
+             WHERE received_at > 5 AND kind <> 4 GROUP BY account",
+    );
+    assert!(
+        heard.contains("deliveries_received_at (received_at>?)"),
+        "{heard}"
+    );
+    let open = plan(
+        &c,
+        "SELECT kind FROM incidents INDEXED BY incidents_open WHERE resolved_at IS NULL",
+    );
+    assert!(open.contains("incidents_open"), "{open}");
+}
