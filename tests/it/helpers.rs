@@ -41,6 +41,9 @@ pub struct TestConfig {
     pub reconcile: String,
     /// Where the app keeps its data.
     pub backend: Backend,
+    /// The folder its files go in (a new temporary one inside it); the
+    /// system's temporary folder when `None`.
+    pub dir: Option<PathBuf>,
 }
 
 impl Default for TestConfig {
@@ -58,6 +61,7 @@ impl Default for TestConfig {
             worker: String::new(),
             reconcile: "enabled = false".into(),
             backend: crate::backends::current(),
+            dir: None,
         }
     }
 }
@@ -205,7 +209,11 @@ pub async fn spawn_app() -> TestApp {
 
 pub async fn spawn_app_with(tc: TestConfig) -> TestApp {
     init_logs();
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = match &tc.dir {
+        Some(parent) => tempfile::tempdir_in(parent),
+        None => tempfile::tempdir(),
+    }
+    .expect("temp dir");
     let db_path = dir.path().join("pointhook.db");
     let toml = tc.toml(&db_path);
     let config_path = dir.path().join("pointhook.toml");

@@ -18,6 +18,7 @@ mod console;
 mod copy;
 mod destinations;
 mod destinations_sdk;
+mod disk_full;
 mod durability;
 mod end_to_end;
 mod errors;

@@ -170,6 +170,7 @@ impl Alerter {
                 .store
                 .commits_failing_for()
                 .map(|d| now - d.as_millis() as i64),
+            storage_disk_full: self.store.disk_full(),
             ..Facts::default()
         };
         let current = rules::attention(&storage, t);

@@ -84,6 +84,7 @@ pub async fn read(
         missed_last_hour,
         accounts,
         storage_failing_since: None,
+        storage_disk_full: false,
     };
     Ok((facts, cut_short))
 }

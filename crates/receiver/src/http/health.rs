@@ -1,6 +1,7 @@
 //! `GET /healthz` (the process answers) and `GET /readyz` (storage takes
 //! durable writes: no commit is failing, and a write went through in the
-//! last second). Neither says more than that: the cause is in the log.
+//! last second). Neither says more than that, but for a full disk, said in
+//! those words; any other cause is in the log.
 
 use http::{Response, StatusCode};
 
@@ -14,6 +15,12 @@ pub fn alive() -> Response<Body> {
 pub async fn ready(store: &Store) -> Response<Body> {
     if store.ready().await {
         response::json(StatusCode::OK, r#"{"status":"ready"}"#)
+    } else if store.disk_full() {
+        response::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "disk_full",
+            "disk full: storage is not taking writes until space is freed",
+        )
     } else {
         response::error(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -52,6 +52,8 @@ pub struct Facts {
     pub accounts: Vec<AccountFacts>,
     /// No commit has succeeded since the first that failed (unix ms).
     pub storage_failing_since: Option<i64>,
+    /// Whether those failures are for a full disk.
+    pub storage_disk_full: bool,
 }
 
 /// Everything that needs a person now, thresholds applied.
@@ -130,7 +132,12 @@ pub fn attention(f: &Facts, t: &Thresholds) -> Vec<Attention> {
             kind: AlertKind::StorageNotReady,
             key: "storage".into(),
             text: format!(
-                "storage has taken no write for {}: notifications are answered 503",
+                "{}storage has taken no write for {}: notifications are answered 503",
+                if f.storage_disk_full {
+                    "disk full: "
+                } else {
+                    ""
+                },
                 since(at)
             ),
             path: "/health".into(),

@@ -45,6 +45,10 @@ pub enum StoreError {
     /// must not acknowledge anything.
     #[error("storage is unavailable: {0}")]
     Unavailable(String),
+    /// Nothing was committed because the disk (or the database's size
+    /// cap) is full: as `Unavailable`, and said in those words.
+    #[error("disk full: {0}")]
+    DiskFull(String),
     /// A query failed.
     #[error("database error: {0}")]
     Database(String),
@@ -92,6 +96,8 @@ pub(crate) struct CommitHealth {
     /// success and the last failure tied when both fell in one millisecond,
     /// and the failure went unseen.
     last_failed: std::sync::atomic::AtomicBool,
+    /// Whether the failures that go on now are for a full disk.
+    disk_full: std::sync::atomic::AtomicBool,
     /// When the failures that go on now began (for the alert "storage not
     /// ready"); touched only when the outcome changes, never per commit.
     failing_since: Mutex<Option<std::time::Instant>>,
@@ -103,7 +109,23 @@ impl CommitHealth {
         self.last_failed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Whether the last commit failed for a full disk.
+    pub fn disk_full(&self) -> bool {
+        self.failing() && self.disk_full.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A failure for a full disk (`record(false)`, said in those words).
+    pub fn record_disk_full(&self) {
+        self.disk_full
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.record(false);
+    }
+
     pub fn record(&self, ok: bool) {
+        if ok {
+            self.disk_full
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
         let was_failing = self
             .last_failed
             .swap(!ok, std::sync::atomic::Ordering::Relaxed);
@@ -329,6 +351,16 @@ impl Store {
             .is_ok_and(|r| r.is_ok());
         *lock() = Some((std::time::Instant::now(), ok));
         ok
+    }
+
+    /// Whether commits fail now for lack of space (a full disk, or the
+    /// database's size cap): what `/readyz`, the console and the storage
+    /// alert say in those words.
+    pub fn disk_full(&self) -> bool {
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.disk_full(),
+            Backend::Postgres(b) => b.disk_full(),
+        }
     }
 
     /// Waits until a job may have become runnable.

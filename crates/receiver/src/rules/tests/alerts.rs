@@ -134,6 +134,7 @@ fn thresholds_decide_what_needs_a_person() {
             expect_within_ms: 3_600_000,
         }],
         storage_failing_since: Some(0),
+        storage_disk_full: false,
     };
     let kinds = |now: i64| -> Vec<(AlertKind, String)> {
         attention(&facts(now), &T)
@@ -240,4 +241,24 @@ fn what_a_bounded_read_did_not_list_is_not_resolved() {
         "only what was read whole and is gone resolves"
     );
     assert!(p.open.is_empty());
+}
+
+/// Storage that fails for lack of space is told in those words.
+#[test]
+fn a_full_disk_is_told_as_a_full_disk() {
+    let facts = |disk_full| Facts {
+        now: 120_000,
+        storage_failing_since: Some(0),
+        storage_disk_full: disk_full,
+        ..Facts::default()
+    };
+    let text = |disk_full| {
+        attention(&facts(disk_full), &T)
+            .into_iter()
+            .find(|a| a.kind == AlertKind::StorageNotReady)
+            .map(|a| a.text)
+            .unwrap()
+    };
+    assert!(text(true).starts_with("disk full: "), "{}", text(true));
+    assert!(!text(false).contains("disk full"), "{}", text(false));
 }

@@ -7,6 +7,9 @@ impl From<tokio_postgres::Error> for StoreError {
         // A database error has a code; anything else (a connection gone,
         // a timeout) means nothing was committed.
         if let Some(db) = e.as_db_error() {
+            if db.code() == &tokio_postgres::error::SqlState::DISK_FULL {
+                return StoreError::DiskFull(db.message().to_string());
+            }
             // The error's own Display says only "db error".
             StoreError::Database(format!("{} ({})", db.message(), db.code().code()))
         } else {

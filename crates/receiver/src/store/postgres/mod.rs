@@ -190,6 +190,10 @@ impl PgStore {
         self.description.clone()
     }
 
+    pub fn disk_full(&self) -> bool {
+        self.health.disk_full()
+    }
+
     pub fn commits_failing(&self) -> bool {
         self.health.failing()
     }
@@ -418,17 +422,24 @@ async fn batcher(
         } else {
             commit_batch(&pool, &params).await
         };
-        health.record(!matches!(results, Err(StoreError::Unavailable(_))));
+        match &results {
+            Err(StoreError::DiskFull(_)) => health.record_disk_full(),
+            r => health.record(!matches!(r, Err(StoreError::Unavailable(_)))),
+        }
         match results {
             Ok(ingested) => {
                 for (reply, ingested) in replies.into_iter().zip(ingested) {
                     let _ = reply.send(Ok(ingested));
                 }
             }
-            Err(StoreError::Unavailable(e)) => {
+            Err(e @ (StoreError::Unavailable(_) | StoreError::DiskFull(_))) => {
                 tracing::error!(error = %e, deliveries = replies.len(), "storage commit failed");
+                let text = e.to_string();
                 for reply in replies {
-                    let _ = reply.send(Err(StoreError::Unavailable(e.clone())));
+                    let _ = reply.send(Err(match &e {
+                        StoreError::DiskFull(_) => StoreError::DiskFull(text.clone()),
+                        _ => StoreError::Unavailable(text.clone()),
+                    }));
                 }
             }
             // One of them failed: each again, alone, so one failure never

@@ -29,6 +29,7 @@ mod maintenance;
 mod migrations;
 mod order_reads;
 mod reviews;
+mod space;
 mod sql_enum;
 mod wal_gather;
 mod writer;
@@ -54,12 +55,14 @@ use writer::Writer;
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> StoreError {
         match e {
+            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => {
+                StoreError::DiskFull(e.to_string())
+            }
             rusqlite::Error::SqliteFailure(f, _)
                 if matches!(
                     f.code,
                     rusqlite::ErrorCode::DatabaseBusy
                         | rusqlite::ErrorCode::DatabaseLocked
-                        | rusqlite::ErrorCode::DiskFull
                         | rusqlite::ErrorCode::SystemIoFailure
                         | rusqlite::ErrorCode::CannotOpen
                 ) =>
@@ -109,7 +112,7 @@ impl SqliteStore {
         let mut conn = open_connection(path)?;
         migrations::migrate(&mut conn)?;
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-        let (writer, writer_thread) = Writer::spawn(conn)?;
+        let (writer, writer_thread) = Writer::spawn(conn, path)?;
         let checkpointer = spawn_checkpointer(open_connection(path)?)?;
         Ok(SqliteStore {
             path: path.to_path_buf(),
@@ -167,6 +170,14 @@ impl SqliteStore {
         match &self.writes {
             Writes::Thread(w) => w.health().failing_for(),
             Writes::Direct(_) => None,
+        }
+    }
+
+    /// Whether the last commit failed for a full disk.
+    pub fn disk_full(&self) -> bool {
+        match &self.writes {
+            Writes::Thread(w) => w.health().disk_full(),
+            Writes::Direct(_) => false,
         }
     }
 

@@ -12,11 +12,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+use std::path::Path;
 use std::sync::Mutex;
 
 use rusqlite::Connection;
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::space::Space;
 use crate::store::sql::{Conn, Run, run_sqlite};
 use crate::store::{CommitHealth, StoreError};
 
@@ -48,6 +50,8 @@ enum Msg {
 trait Op: Send {
     /// Runs the operation; `false` means it failed and must be rolled back.
     fn apply(&mut self, conn: &Mutex<Connection>) -> bool;
+    /// Whether it failed for lack of space.
+    fn out_of_space(&self) -> bool;
     /// Tells the caller, once the batch's fate is known.
     fn finish(self: Box<Self>, commit: Result<(), &str>);
 }
@@ -71,6 +75,10 @@ where
         let ok = out.is_ok();
         self.out = Some(out);
         ok
+    }
+
+    fn out_of_space(&self) -> bool {
+        matches!(self.out, Some(Err(StoreError::DiskFull(_))))
     }
 
     fn finish(self: Box<Self>, commit: Result<(), &str>) {
@@ -107,12 +115,13 @@ pub struct Faults {
 
 impl Writer {
     /// Starts the writer thread over `conn`.
-    pub fn spawn(conn: Connection) -> Result<(Writer, JoinHandle<()>), StoreError> {
+    pub fn spawn(conn: Connection, path: &Path) -> Result<(Writer, JoinHandle<()>), StoreError> {
         // A WAL that starts over is written from its beginning but keeps its
         // length; with this limit the file is cut back to it then, so it does
         // not stay at the longest it ever grew (a reader that held the WAL
-        // for minutes).
-        conn.pragma_update(None, "journal_size_limit", WAL_KEEP_BYTES as i64)?;
+        // for minutes). The disk's free space bounds it further.
+        let mut space = Space::new(path, WAL_KEEP_BYTES, WAL_RESTART_BYTES);
+        space.look(&conn);
         let (tx, rx) = mpsc::channel(QUEUE);
         let faults = Arc::new(Faults::default());
         // Reachable from the binary's environment, so never in a release
@@ -129,7 +138,7 @@ impl Writer {
             .name("pointhook-writer".into())
             .spawn(move || {
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run(conn, rx, thread_faults, &thread_health)
+                    run(conn, rx, thread_faults, &thread_health, space)
                 }));
                 if let Err(panic) = ran {
                     // Without its writer the process could only answer 503
@@ -226,7 +235,13 @@ impl Writer {
     }
 }
 
-fn run(conn: Connection, mut rx: mpsc::Receiver<Msg>, faults: Arc<Faults>, health: &CommitHealth) {
+fn run(
+    conn: Connection,
+    mut rx: mpsc::Receiver<Msg>,
+    faults: Arc<Faults>,
+    health: &CommitHealth,
+    mut space: Space,
+) {
     let mut batch: Vec<Box<dyn Op>> = Vec::with_capacity(MAX_BATCH);
     let wal = WalLength::watch(&conn);
     let conn = Mutex::new(conn);
@@ -243,9 +258,13 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Msg>, faults: Arc<Faults>, healt
             panic!("injected writer panic");
         }
         commit_batch(&conn, &mut batch, &faults, health);
+        if health.disk_full() {
+            space.give_back(&lock(&conn));
+        }
         if last_look.elapsed() >= CATCH_UP_EVERY {
+            let restart = space.look(&lock(&conn));
             // Busy means the checkpoint thread is at it: try after the next batch.
-            if wal.bytes() <= WAL_RESTART_BYTES || catch_up_checkpoint(&lock(&conn)) {
+            if wal.bytes() <= restart || catch_up_checkpoint(&lock(&conn)) {
                 last_look = std::time::Instant::now();
             }
         }
@@ -273,19 +292,27 @@ fn commit_batch(
         Ok(false) => {
             // Rolled back: each operation again, alone. One that fails
             // alone too (a full disk) means storage is not taking writes.
-            let mut all_alone = true;
+            let (mut all_alone, mut out_of_space) = (true, false);
             for mut op in batch.drain(..) {
                 let one = run_in_transaction(conn, std::iter::once(&mut op), faults);
                 all_alone &= matches!(one, Ok(true));
-                let commit = one.map(|_| ());
+                out_of_space |= op.out_of_space() || matches!(&one, Err(f) if f.disk_full);
+                let commit = one.map(|_| ()).map_err(|f| f.text);
                 log_failure(&commit, 1);
                 op.finish(commit.as_ref().map(|_| ()).map_err(String::as_str));
             }
-            health.record(all_alone);
+            match (all_alone, out_of_space) {
+                (false, true) => health.record_disk_full(),
+                (ok, _) => health.record(ok),
+            }
         }
         Err(e) => {
-            health.record(false);
-            let commit: Result<(), String> = Err(e);
+            if e.disk_full {
+                health.record_disk_full();
+            } else {
+                health.record(false);
+            }
+            let commit: Result<(), String> = Err(e.text);
             log_failure(&commit, batch.len());
             let commit = commit.as_ref().map(|_| ()).map_err(String::as_str);
             batch.drain(..).for_each(|op| op.finish(commit));
@@ -302,10 +329,10 @@ fn run_in_transaction<'a>(
     conn: &Mutex<Connection>,
     ops: impl Iterator<Item = &'a mut Box<dyn Op>>,
     faults: &Faults,
-) -> Result<bool, String> {
+) -> Result<bool, Failure> {
     lock(conn)
         .execute_batch("BEGIN IMMEDIATE")
-        .map_err(|e| format!("cannot begin a transaction: {e}"))?;
+        .map_err(|e| Failure::of("cannot begin a transaction", &e))?;
     for op in ops {
         if !op.apply(conn) {
             // Rolled back by SQLite already, or by us now.
@@ -315,20 +342,39 @@ fn run_in_transaction<'a>(
     }
     if faults.fail_commits.load(Ordering::Relaxed) {
         roll_back(conn)?;
-        return Err("injected storage fault".into());
+        return Err(Failure {
+            text: "injected storage fault".into(),
+            disk_full: false,
+        });
     }
-    if let Err(e) = lock(conn).execute_batch("COMMIT") {
+    let committed = lock(conn).execute_batch("COMMIT");
+    if let Err(e) = committed {
         roll_back(conn)?;
-        return Err(format!("cannot commit: {e}"));
+        return Err(Failure::of("cannot commit", &e));
     }
     Ok(true)
 }
 
-fn roll_back(conn: &Mutex<Connection>) -> Result<(), String> {
+/// Why a transaction did not commit, and whether for lack of space.
+struct Failure {
+    text: String,
+    disk_full: bool,
+}
+
+impl Failure {
+    fn of(what: &str, e: &rusqlite::Error) -> Failure {
+        Failure {
+            text: format!("{what}: {e}"),
+            disk_full: e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull),
+        }
+    }
+}
+
+fn roll_back(conn: &Mutex<Connection>) -> Result<(), Failure> {
     let c = lock(conn);
     if !c.is_autocommit() {
         c.execute_batch("ROLLBACK")
-            .map_err(|e| format!("cannot roll back: {e}"))?;
+            .map_err(|e| Failure::of("cannot roll back", &e))?;
     }
     Ok(())
 }
@@ -452,7 +498,6 @@ mod tests {
         conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
         conn.execute_batch("CREATE TABLE t (v BLOB)").unwrap();
         let wal = WalLength::watch(&conn);
-        let conn = Mutex::new(conn);
         for _ in 0..50 {
             conn.execute("INSERT INTO t VALUES (zeroblob(8000))", [])
                 .unwrap();
@@ -477,7 +522,7 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (v INTEGER NOT NULL UNIQUE)")
             .unwrap();
-        let (writer, thread) = Writer::spawn(conn).unwrap();
+        let (writer, thread) = Writer::spawn(conn, std::path::Path::new(":memory:")).unwrap();
         let insert = |v: i64| {
             let writer = writer.clone();
             async move {

@@ -31,6 +31,7 @@ struct Chart {
 struct HealthPage {
     chrome: Chrome,
     storage_ok: bool,
+    disk_full: bool,
     api: Option<String>,
     api_ok: bool,
     merchant: String,
@@ -265,6 +266,7 @@ pub async fn page(
     Ok(render(&HealthPage {
         chrome: Chrome::new(&s, &op, "health", None).await?,
         storage_ok,
+        disk_full: s.store.disk_full(),
         api,
         api_ok,
         merchant,
