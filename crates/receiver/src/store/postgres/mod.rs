@@ -28,7 +28,6 @@ mod events;
 mod inspect;
 mod leader;
 mod listen;
-mod maintenance;
 mod order_reads;
 mod prepared;
 mod reads;

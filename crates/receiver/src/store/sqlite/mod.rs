@@ -489,6 +489,15 @@ impl SqliteStore {
     }
 }
 
+/// A migrated connection opened as the store opens its own, for tests of
+/// the SQL written once.
+#[cfg(test)]
+pub(crate) fn test_connection(path: &Path) -> Connection {
+    let mut conn = open_connection(path).unwrap();
+    migrations::migrate(&mut conn).unwrap();
+    conn
+}
+
 /// Runs `lease` and, when it took fewer than `limit`, `next_due` after it
 /// in the same transaction (what is due once the lease is taken).
 fn lease_telling_next_due<T>(
