@@ -7,6 +7,8 @@
 //!   … -- --postgres postgres://postgres@127.0.0.1/bench   (an empty database)
 //!   … -- --destinations 3   (three [[destinations]], each its own endpoint;
 //!                            1, the default, is today's [fulfillment])
+//!   … -- --storage          (SQLite: what the run left on disk, per sale,
+//!                            by table and index, from SQLite's dbstat)
 //!
 //! Each notification is an IPN for a fresh payment of a fresh merchant
 //! order that is paid in full, so each must end in one `order.released`.
@@ -37,6 +39,7 @@ async fn main() {
     let mut count = 5000usize;
     let mut postgres: Option<String> = None;
     let mut destinations = 1usize;
+    let mut storage_report = false;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         match flag.as_str() {
@@ -50,6 +53,7 @@ async fn main() {
             "--count" => count = args.next().and_then(|v| v.parse().ok()).expect("--count N"),
             "--max" => max = true,
             "--postgres" => postgres = Some(args.next().expect("--postgres URL")),
+            "--storage" => storage_report = true,
             "--destinations" => {
                 destinations = args
                     .next()
@@ -187,11 +191,48 @@ async fn main() {
         hist.value_at_quantile(0.99) as f64 / 1000.0,
         hist.max() as f64 / 1000.0
     );
+    if storage_report && postgres.is_none() {
+        report_storage(&dir.path().join("bench.db"), total);
+    }
     println!(
         "notification_to_every_destination_ms p50={:.2} p99={:.2} max={:.2}",
         last.value_at_quantile(0.5) as f64 / 1000.0,
         last.value_at_quantile(0.99) as f64 / 1000.0,
         last.max() as f64 / 1000.0
+    );
+}
+
+/// Bytes on disk per sale, by table and index (pages, and the rows'
+/// payload in them), read with SQLite's `dbstat` after the run.
+fn report_storage(path: &std::path::Path, sales: usize) {
+    let conn = rusqlite::Connection::open(path).expect("open the bench's database");
+    let mut st = conn
+        .prepare(
+            "SELECT name, sum(pgsize), sum(payload) FROM dbstat
+             GROUP BY name HAVING sum(pgsize) > 4096 ORDER BY 2 DESC",
+        )
+        .expect("dbstat");
+    let rows: Vec<(String, i64, i64)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("dbstat rows")
+        .map(Result::unwrap)
+        .collect();
+    let per = |n: i64| n as f64 / sales as f64;
+    let (mut pages, mut payload) = (0, 0);
+    for (name, size, data) in &rows {
+        println!(
+            "storage {name}: {:.0} B/sale on disk, {:.0} B/sale of rows",
+            per(*size),
+            per(*data)
+        );
+        pages += size;
+        payload += data;
+    }
+    let file = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "storage total: {:.0} B/sale on disk ({:.0} B/sale of rows), file {file} B for {sales} sales",
+        per(pages),
+        per(payload)
     );
 }
 
