@@ -244,6 +244,19 @@ fn a_rust_log_that_is_not_ascii_does_not_stop_the_service() {
     );
     let mut served =
         crate::helpers::serve_binary(std::path::Path::new(&path), &[("RUST_LOG", " [s{é}]")]);
+    {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(served.addr).unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "it serves: {answer}");
+    }
+    assert!(
+        served.child.try_wait().unwrap().is_none(),
+        "still running with that RUST_LOG"
+    );
     served.child.kill().unwrap();
     served.child.wait().unwrap();
 }

@@ -143,6 +143,24 @@ async fn duplicates_pointhook_decides_once() {
 #[tokio::test]
 async fn out_of_order_pointhook_decides_once() {
     let (sb, app, _merchant) = a_paid_order_is_decided_once(json!({"out_of_order": true})).await;
+    // The quirk did what it says: to the same URL, a notification of the
+    // same resource queued later was sent first.
+    let sent: Vec<(i64, String, String)> = sb
+        .log()
+        .await
+        .iter()
+        .filter_map(|e| {
+            Some((
+                e["id"].as_i64()?,
+                format!("{} {}", e["url"].as_str()?, e["resource_id"].as_str()?),
+                e["attempts"][0]["at"].as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    let reversed = sent
+        .iter()
+        .any(|a| sent.iter().any(|b| a.1 == b.1 && a.0 < b.0 && a.2 > b.2));
+    assert!(reversed, "the sandbox sent everything in order: {sent:?}");
     app.stop().await;
     sb.stop().await;
 }

@@ -192,3 +192,57 @@ async fn counts(c: &Conn<'_>) -> Result<AttentionCounts, StoreError> {
     )
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::store::sql::run_sqlite;
+    use crate::store::sqlite::test_connection;
+
+    /// Each count is of its kind, and an acknowledged item is no longer
+    /// counted (SQLite; the same text runs on PostgreSQL in `tests/it`).
+    #[test]
+    fn what_needs_a_person_is_counted_until_acknowledged() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = test_connection(&dir.path().join("a.db"));
+        conn.execute_batch(&format!(
+            "INSERT INTO orders (account, order_id, at_risk_at, updated_at)
+                 VALUES ('a', '1', 5, 5), ('a', '2', 6, 6), ('a', '3', NULL, 6);
+             INSERT INTO jobs (account, job_key, kind, resource_id, state, run_at,
+                               created_at, updated_at)
+                 VALUES ('a', 'k1', 1, '9', {dead}, 1, 1, 1), ('a', 'k2', 1, '8', {done}, 1, 1, 1);
+             INSERT INTO deliveries (received_at, account, kind, topic, resource_id, query,
+                                     headers, remote_addr, fingerprint, signature)
+                 VALUES (1, 'a', {reconcile}, 'payment', '7', '', '{{}}', '', x'00', 0),
+                        (2, 'a', {reconcile}, 'payment', '6', '', '{{}}', '', x'01', 0),
+                        (3, 'a', {ipn}, 'payment', '5', '', '{{}}', '', x'02', 0);",
+            dead = JobState::Dead as i16,
+            done = JobState::Done as i16,
+            reconcile = Kind::Reconcile as i16,
+            ipn = Kind::Ipn as i16,
+        ))
+        .unwrap();
+        let conn = Mutex::new(conn);
+        let count = || run_sqlite(&conn, |c| Box::pin(counts(c))).unwrap();
+        let before = count();
+        assert_eq!((before.at_risk, before.dead_jobs, before.missed), (2, 1, 2));
+        let missed: i64 = conn
+            .lock()
+            .unwrap()
+            .query_row("SELECT min(id) FROM deliveries WHERE kind = 4", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        conn.lock()
+            .unwrap()
+            .execute_batch(&format!(
+                "INSERT INTO acknowledgements (item, actor, at)
+                 VALUES ('at_risk:a:1', 'ana', 9), ('missed:{missed}', 'ana', 9)"
+            ))
+            .unwrap();
+        let after = count();
+        assert_eq!((after.at_risk, after.dead_jobs, after.missed), (1, 1, 1));
+    }
+}
