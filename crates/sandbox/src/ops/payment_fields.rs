@@ -101,9 +101,12 @@ pub fn payer(sent: Option<&Value>) -> Value {
     payer
         .entry("identification")
         .or_insert(json!({"type": null, "number": null}));
-    for field in ["first_name", "last_name", "entity_type"] {
+    for field in ["first_name", "last_name", "entity_type", "operator_id"] {
         payer.entry(field).or_insert(Value::Null);
     }
+    payer
+        .entry("phone")
+        .or_insert(json!({"area_code": null, "number": null, "extension": null}));
     Value::Object(payer)
 }
 
@@ -156,6 +159,7 @@ pub fn settle(payment: &mut Value, now: i64) {
             "financial_institution": null,
             "payment_method_reference_id": null,
             "acquirer_reference": null,
+            "payable_deferral_period": null,
         }),
     );
     let fees = if approved && fee > Decimal::ZERO {

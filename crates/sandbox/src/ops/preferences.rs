@@ -78,10 +78,10 @@ fn fresh(id: &str, collector: i64, site: &Site, base: &str, now: i64) -> Value {
         "expires": false, "external_reference": "", "internal_metadata": null,
         "marketplace": "NONE", "marketplace_fee": 0, "metadata": {}, "notification_url": null,
         "operation_type": "regular_payment", "processing_modes": null, "product_id": null,
-        "statement_descriptor": null, "shipments": {"default_shipping_method": null,
+        "statement_descriptor": null, "shipments": {"mode": "not_specified", "cost": 0, "default_shipping_method": null,
             "receiver_address": {"zip_code": "", "street_name": "", "street_number": null,
             "floor": "", "apartment": "", "city_name": null, "state_name": null, "country_name": null}},
-        "payer": {"name": "", "surname": "", "email": "", "date_created": null,
+        "payer": {"name": "", "surname": "", "email": "", "date_created": null, "last_purchase": null,
             "phone": {"area_code": "", "number": ""},
             "identification": {"type": "", "number": ""},
             "address": {"zip_code": "", "street_name": "", "street_number": null}},
@@ -103,8 +103,14 @@ fn apply(
         pref["items"] = items_of(items, site)?;
     }
     for field in TAKEN {
-        if let Some(x) = sent.get(field) {
-            pref[field] = x.clone();
+        match (pref.get_mut(field), sent.get(field)) {
+            // An object sent fills in the fields it names; the others
+            // keep their defaults, as the platform answers them.
+            (Some(Value::Object(have)), Some(Value::Object(x))) => {
+                have.extend(x.iter().map(|(k, v)| (k.clone(), v.clone())))
+            }
+            (_, Some(x)) => pref[field] = x.clone(),
+            (_, None) => {}
         }
     }
     let url = pref["notification_url"].clone();

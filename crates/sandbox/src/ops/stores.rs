@@ -379,7 +379,7 @@ pub async fn create_pos(
                 "id": id, "user_id": user, "name": v["name"],
                 "fixed_amount": v.get("fixed_amount").cloned().unwrap_or(json!(false)),
                 "category": v.get("category").cloned().unwrap_or(Value::Null),
-                "store_id": shapes::json_id_text(&store["id"]), "external_store_id": store["external_id"],
+                "store_id": store["id"], "external_store_id": store["external_id"],
                 "external_id": v["external_id"], "url": v.get("url").cloned().unwrap_or(Value::Null),
                 "status": "active", "uuid": shapes::random_hex(16),
                 "qr": {"image": format!("{base}/{id}/{qr}.png"),
@@ -423,7 +423,7 @@ pub async fn update_pos(
                 super::changes::owned_in(tx, &name, "pos", &id)?.ok_or_else(pos_missing)?;
             let stores = resources::of_kind(tx, "store", &name)?;
             if let Some(store) = check_pos(&v, &stores, false)? {
-                pos["store_id"] = json!(shapes::json_id_text(&store["id"]));
+                pos["store_id"] = store["id"].clone();
                 pos["external_store_id"] = store["external_id"].clone();
             }
             if let Some(e) = v.get("external_id") {
