@@ -93,11 +93,16 @@ fn render(c: &Checkout, status: StatusCode, problem: Option<String>) -> Response
             .filter(|e| !e.is_empty())
             .unwrap_or("test_user_buyer@testuser.com")
             .into(),
-        methods: c
-            .methods
-            .iter()
-            .map(|m| (text(&m["id"]), text(&m["name"])))
-            .collect(),
+        // The test card the form is filled with is a Mastercard.
+        methods: {
+            let mut m: Vec<(String, String)> = c
+                .methods
+                .iter()
+                .map(|m| (text(&m["id"]), text(&m["name"])))
+                .collect();
+            m.sort_by_key(|(id, _)| id != "master");
+            m
+        },
         installments: (1..=max).collect(),
         id_type: if p["site_id"] == "MLB" {
             "CPF".into()
