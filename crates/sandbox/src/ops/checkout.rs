@@ -165,23 +165,16 @@ pub async fn pay(
         ..
     } = checkout;
     let (name, now, collector) = (account.name.clone(), sb.now(), account.user_id());
+    let kept = pref.clone();
     let (payment, order, opened) = sb
         .db
-        .call(move |tx| record(tx, &name, collector, now, &pref, &attempt, &method, &digits))
+        .call(move |tx| record(tx, &name, collector, now, &kept, &attempt, &method, &digits))
         .await?;
     let pid = shapes::json_id_text(&payment["id"]);
     announce(sb, &account, "payment", &pid, "payment.created").await?;
     let oid = shapes::json_id_text(&order["id"]);
     let action = if opened { "create" } else { "update" };
     announce(sb, &account, "merchant_order", &oid, action).await?;
-    let pref = super::changes::owned(
-        sb,
-        &account,
-        "preference",
-        &shapes::json_id_text(&order["preference_id"]),
-    )
-    .await?
-    .unwrap_or(Value::Null);
     let (back_url, auto_return) = back(&pref, &payment, &order);
     Ok(Paid {
         payment,

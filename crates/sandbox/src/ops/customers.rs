@@ -202,9 +202,13 @@ pub async fn add_card(
         .to_string();
     let name = account.name.clone();
     let now = sb.now();
-    let issued = sb
+    let (issued, n) = sb
         .db
-        .call(move |tx| card_tokens::issued(tx, &name, &token))
+        .call(move |tx| {
+            let t = card_tokens::issued(tx, &name, &token)?;
+            let n = resources::next_id(tx, "card", 1_562_188_766_001)?;
+            Ok::<_, crate::state::StateError>((t, n))
+        })
         .await?;
     let Some(t) = issued else {
         return Err(HttpError::bad_request(
@@ -217,7 +221,7 @@ pub async fn add_card(
         .unwrap_or_default()
         .to_string();
     let method = method_of(&first_six);
-    let id = format!("{}", 1_562_188_000_000u64 + (now.max(0) as u64 % 1_000_000));
+    let id = n.to_string();
     let card = json!({
         "id": id, "customer_id": customer, "user_id": account.user_id(),
         "first_six_digits": first_six, "last_four_digits": t["last_four_digits"],
