@@ -12,6 +12,7 @@ mod runner;
 mod alerter;
 mod alerting;
 mod alerts;
+mod checkout_pro;
 mod cli;
 mod coalescing;
 mod console;

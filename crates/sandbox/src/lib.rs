@@ -26,6 +26,8 @@
 //! 96-hour schedule on a virtual clock (`run_due`, `run_terminals` after
 //! advancing it, or `advance`, which runs whatever falls due on the way).
 
+#![recursion_limit = "256"]
+
 pub mod error;
 pub mod faults;
 pub mod fixture;

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::sandbox::Sandbox;
-use super::{queue, quirk_effects, shapes};
+use super::{payment_fields, queue, quirk_effects, shapes};
 use crate::model::AccountRow;
 use crate::state::{Result, StateError, Tx, resources};
 use pointhook_common::clock::rfc3339;
@@ -15,13 +15,15 @@ use pointhook_common::query::Query;
 pub const PAYMENT_IDS: i64 = 1_300_000_001;
 pub const MERCHANT_ORDER_IDS: i64 = 4_945_400_001;
 
-/// A payment as the API serves it.
+/// A payment as the API serves it, collected by the account whose user
+/// id is `collector`.
 pub fn payment_body(
     id: i64,
     status: &str,
     amount: Money,
     description: Option<Value>,
     order: Option<&Value>,
+    collector: i64,
     now: i64,
 ) -> Value {
     let mut p = json!({
@@ -43,6 +45,7 @@ pub fn payment_body(
     if let Some(o) = order {
         p["order"] = json!({"id": o, "type": "mercadopago"});
     }
+    payment_fields::complete(&mut p, collector, now);
     p
 }
 
@@ -149,6 +152,7 @@ pub fn store_payment(
     if let Some(fields) = p.as_object_mut() {
         fields.insert("date_last_updated".into(), json!(rfc3339(now)));
     }
+    payment_fields::settle(&mut p, now);
     let id = shapes::json_id_text(&p["id"]);
     resources::put(tx, "payment", &id, account, &p, None)?;
     let order_id = p.pointer("/order/id").map(shapes::json_id_text);

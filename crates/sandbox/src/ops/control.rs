@@ -98,13 +98,13 @@ pub async fn pay_order(
         .and_then(Value::as_str)
         .unwrap_or("approved")
         .to_string();
-    let (name, now) = (account.name.clone(), sb.now());
+    let (name, now, collector) = (account.name.clone(), sb.now(), account.user_id());
     let oid = order_id.to_string();
     let payment = sb
         .db
         .call(move |tx| {
             let id = resources::next_id(tx, "payment", PAYMENT_IDS)?;
-            let p = payment_body(id, &status, amount, None, Some(&order["id"]), now);
+            let p = payment_body(id, &status, amount, None, Some(&order["id"]), collector, now);
             resources::put(tx, "payment", &id.to_string(), &name, &p, url.as_deref())?;
             if let Some(list) = order["payments"].as_array_mut() {
                 list.push(json!({

@@ -125,12 +125,12 @@ pub async fn finish(
             .and_then(Value::as_str)
             .unwrap_or("credit_card")
             .to_string();
-        let (name, now) = (account.name.clone(), sb.now());
+        let (name, now, collector) = (account.name.clone(), sb.now(), account.user_id());
         let payment = sb
             .db
             .call(move |tx| {
                 let pid = resources::next_id(tx, "payment", PAYMENT_IDS)?;
-                let mut p = payment_body(pid, &status, amount, None, None, now);
+                let mut p = payment_body(pid, &status, amount, None, None, collector, now);
                 p["external_reference"] = reference;
                 p["payment_type_id"] = json!(kind);
                 resources::put(tx, "payment", &pid.to_string(), &name, &p, None)?;

@@ -7,7 +7,10 @@
 //! - resources of the platform's API: `payments`, `card_tokens`, `refunds`,
 //!   `merchant_orders`, `search`, `read`, `devices`, `terminals` (intents
 //!   on devices), `intents` (how an intent ends, the integrator), `orders`
-//!   (the Orders API);
+//!   (the Orders API), `preferences` and `checkout` (Checkout Pro, paid
+//!   on the checkout page), `payment_fields` (what a payment carries),
+//!   `stores` (stores and points of sale), `catalog` (payment methods,
+//!   identification types, the user, per site), `customers` (and cards);
 //! - the control API's: `control` (orders, payments, chargebacks, fraud
 //!   alerts), `admin` (faults, quirks, devices, resources, the clock),
 //!   `replay` (a recorded notification sent again);
@@ -18,16 +21,21 @@
 
 pub mod admin;
 pub mod card_tokens;
+pub mod catalog;
 pub mod changes;
+pub mod checkout;
 pub mod clock;
 pub mod control;
+pub mod customers;
 pub mod devices;
 pub mod dispatch;
 pub mod intents;
 pub mod mail;
 pub mod merchant_orders;
 pub mod orders;
+pub mod payment_fields;
 pub mod payments;
+pub mod preferences;
 pub mod queue;
 pub mod quirk_effects;
 pub mod read;
@@ -37,4 +45,5 @@ pub mod rounds;
 pub mod sandbox;
 pub mod search;
 pub mod shapes;
+pub mod stores;
 pub mod terminals;

@@ -9,9 +9,9 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::card_tokens;
 use super::changes::{self, PAYMENT_IDS, amount_json, owned};
 use super::sandbox::Sandbox;
+use super::{card_tokens, payment_fields};
 use crate::error::HttpError;
 use crate::model::AccountRow;
 use crate::state::{accounts, resources};
@@ -116,7 +116,7 @@ pub async fn create(sb: &Sandbox, account: &AccountRow, body: &[u8]) -> Result<V
     // until `PUT {"capture":true}` (a preset status still wins).
     let reserve = v.get("capture") == Some(&Value::Bool(false));
     let amount = amount.unwrap_or(Money::ZERO);
-    let name = account.name.clone();
+    let (name, collector) = (account.name.clone(), account.user_id());
     let now = sb.now();
     let payment = sb
         .db
@@ -135,6 +135,7 @@ pub async fn create(sb: &Sandbox, account: &AccountRow, body: &[u8]) -> Result<V
                 amount,
                 v.get("description").cloned(),
                 None,
+                collector,
                 now,
             );
             payment["status_detail"] = json!(detail);
@@ -148,11 +149,28 @@ pub async fn create(sb: &Sandbox, account: &AccountRow, body: &[u8]) -> Result<V
                 });
             }
             // What the payer chose and the seller's reference, as sent.
-            for field in ["external_reference", "payment_method_id", "installments"] {
+            for field in [
+                "external_reference",
+                "payment_method_id",
+                "installments",
+                "issuer_id",
+                "statement_descriptor",
+                "notification_url",
+            ] {
                 if let Some(x) = v.get(field).filter(|x| x.is_string() || x.is_u64()) {
                     payment[field] = x.clone();
                 }
             }
+            for field in ["metadata", "additional_info"] {
+                if let Some(x) = v.get(field).filter(|x| x.is_object()) {
+                    payment[field] = x.clone();
+                }
+            }
+            if let Some(b) = v.get("binary_mode").filter(|b| b.is_boolean()) {
+                payment["binary_mode"] = b.clone();
+            }
+            payment["payer"] = payment_fields::payer(v.get("payer"));
+            payment_fields::settle(&mut payment, now);
             resources::put(
                 tx,
                 "payment",

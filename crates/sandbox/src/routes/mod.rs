@@ -2,11 +2,13 @@
 //! loop every pointhook listener shares. The platform's API (`platform`:
 //! its resources, the Point API, the Orders API) answers in the platform's
 //! shape; the control API (`control`) is nested under `/sandbox` with its
-//! own fallback and error shape. Both take an account's Bearer token, and
-//! neither answers a browser's cross-site request nor a foreign `Host`
-//! (`guard`). Route functions extract (`extract`), call one operation
+//! own fallback and error shape; the checkout page (`checkout`) a
+//! preference leads to is HTML for a buyer's browser. The two APIs take
+//! an account's Bearer token, and no route answers a browser's
+//! cross-site request nor a foreign `Host` (`guard`). Route functions extract (`extract`), call one operation
 //! (`ops`) and answer JSON; every failure is an `HttpError`.
 
+mod checkout;
 mod control;
 mod extract;
 mod guard;
@@ -47,6 +49,7 @@ impl Routes {
     fn new(sb: Sb) -> Routes {
         let table = Router::new()
             .nest("/sandbox", control::routes(sb.clone()))
+            .merge(checkout::routes(sb.clone()))
             .merge(platform::routes(sb.clone()))
             .layer(axum::middleware::from_fn_with_state(sb, guard::same_origin));
         Routes(RouterHandler(table))

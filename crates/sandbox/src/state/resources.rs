@@ -140,3 +140,11 @@ pub fn hidden(tx: &Tx<'_>, kind: &str, id: &str, now: i64) -> Result<bool> {
         |r| r.get(0),
     )?)
 }
+
+/// Removes the resource; whether there was one.
+pub fn delete(tx: &Tx<'_>, kind: &str, id: &str) -> Result<bool> {
+    Ok(tx.0.execute(
+        "DELETE FROM resources WHERE kind = ?1 AND id = ?2",
+        params![kind, id],
+    )? > 0)
+}

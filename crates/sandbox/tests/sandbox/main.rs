@@ -4,7 +4,9 @@
 //! fares against it is pointhook's own tests' business (`tests/it`).
 
 mod cards;
+mod checkout_pro;
 mod devices;
+mod instore;
 mod orders;
 mod quirks;
 mod replay;

@@ -281,6 +281,7 @@ pub(super) fn pay(
             amount,
             description.clone(),
             None,
+            ctx.account.user_id(),
             ctx.now,
         );
         classic["status_detail"] = json!(p.classic.1);

@@ -2,7 +2,8 @@
 //! orders and their payments and shipments, payments' statuses, presets,
 //! chargebacks, fraud alerts, devices and their presets and events,
 //! resources stored whole, payment intents, Orders API terminals, and
-//! recorded notifications sent again.
+//! recorded notifications sent again, a Checkout Pro preference paid,
+//! the account's site.
 
 use axum::Router;
 use axum::extract::{Extension, State};
@@ -12,7 +13,7 @@ use http::StatusCode;
 use super::super::extract::{JsonBody, Seg};
 use super::super::{Answer, Sb, json};
 use super::Ctl;
-use crate::ops::{admin, control, devices, intents, orders, replay};
+use crate::ops::{admin, catalog, checkout, control, devices, intents, orders, replay};
 
 pub(super) fn routes() -> Router<Sb> {
     Router::new()
@@ -38,6 +39,22 @@ pub(super) fn routes() -> Router<Sb> {
         .route("/payment_intents/{id}/state", post(move_intent))
         .route("/terminals/{id}", post(set_terminal_outcome))
         .route("/notifications", post(send_notification))
+        .route("/preferences/{id}/pay", post(pay_preference))
+        .route("/site", post(set_site))
+}
+
+async fn pay_preference(
+    State(sb): State<Sb>,
+    Extension(a): Ctl,
+    Seg(id): Seg<String>,
+    JsonBody(v): JsonBody,
+) -> Answer {
+    let paid = checkout::pay_by_control(&sb, &a, &id, &v).await?;
+    json(StatusCode::CREATED, &paid)
+}
+
+async fn set_site(State(sb): State<Sb>, Extension(a): Ctl, JsonBody(v): JsonBody) -> Answer {
+    json(StatusCode::OK, &catalog::set_site(&sb, &a, &v).await?)
 }
 
 async fn create_order(State(sb): State<Sb>, Extension(a): Ctl, JsonBody(v): JsonBody) -> Answer {

@@ -3,8 +3,13 @@
 //! (`authenticate`), unknown routes included, as on the platform; errors
 //! in the platform's shape. One function per route, in `payments`
 //! (payments, refunds, merchant orders, chargebacks), `point` (devices,
-//! intents, the integrator) and `orders` (the Orders API).
+//! intents, the integrator), `orders` (the Orders API), `checkout_pro`
+//! (preferences), `instore` (stores, points of sale) and `catalog`
+//! (payment methods, identification types, the user, customers, cards).
 
+mod catalog;
+mod checkout_pro;
+mod instore;
 mod orders;
 mod payments;
 mod point;
@@ -31,6 +36,9 @@ pub(super) fn routes(sb: Sb) -> Router {
         .merge(payments::routes())
         .merge(point::routes())
         .merge(orders::routes())
+        .merge(checkout_pro::routes())
+        .merge(instore::routes())
+        .merge(catalog::routes())
         .fallback(no_resource)
         .method_not_allowed_fallback(no_resource)
         .layer(Extension(Api::Platform))

@@ -5,6 +5,7 @@
 //! the sandbox (skipped, with one line, when an SDK is not installed;
 //! failing instead when `POINTHOOK_TEST_SDK_REQUIRED=1`).
 
+mod checkout;
 mod merchant_orders;
 mod node;
 mod point;

@@ -7,7 +7,7 @@ use super::*;
 use crate::runner::{run_script, script, sdk_node_modules, summary};
 
 /// `node`, when there is one.
-fn node() -> Option<std::path::PathBuf> {
+pub(super) fn node() -> Option<std::path::PathBuf> {
     let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .map(|d| d.join("node"))
         .find(|p| p.exists());
