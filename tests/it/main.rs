@@ -37,6 +37,7 @@ mod priority;
 mod processing;
 mod protections;
 mod quirks;
+mod readme;
 mod reconcile;
 mod robustness;
 mod sdk_orders;
