@@ -56,9 +56,18 @@ async function noSideways(page, path) {
 
   // The second, dismissed.
   await page.goto(`${base}/`);
+  // Dismissing can release goods: it asks again, naming the order.
   const review2 = page.locator('section', { hasText: `merchant order ${order2}` }).first();
-  await Promise.all([page.waitForURL(/done=/), review2.getByRole('button', { name: /Dismiss/ }).click()]);
+  await Promise.all([page.waitForLoadState(), review2.getByRole('button', { name: /Dismiss/ }).click()]);
+  const lift = await page.locator('#second-confirmation').textContent();
+  check(lift.includes(`merchant order ${order2}`) && lift.includes('released'), `dismissing asks: ${lift}`);
+  await Promise.all([page.waitForURL(/done=/), page.getByRole('button', { name: /Yes, lift the block/ }).click()]);
   check((await page.locator('#review-state').textContent()) === 'dismissed', 'the review is not dismissed');
+  // Every review, decided ones too, on a page of its own.
+  await page.goto(`${base}/fraud-reviews`);
+  const reviews = await page.locator('ul.items').textContent();
+  check(reviews.includes('confirmed') && reviews.includes('dismissed'), `/fraud-reviews lists: ${reviews}`);
+  await page.screenshot({ path: `${shots}/fraud-reviews.png`, fullPage: true });
 
   // The dead jobs, one group, retried at once.
   await page.goto(`${base}/`);

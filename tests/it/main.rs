@@ -15,6 +15,7 @@ mod alerts;
 mod cli;
 mod coalescing;
 mod console;
+mod console_pages;
 mod copy;
 mod destinations;
 mod destinations_sdk;
