@@ -7,7 +7,8 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use pointhook_common::clock::ManualClock;
+use pointhook::store::console_views::Sample;
+use pointhook_common::clock::{ManualClock, unix_ms_now};
 
 use crate::console::{TOKEN, signed_in};
 use crate::helpers::*;
@@ -17,6 +18,7 @@ on_both_backends!(
     every_review_is_listed_and_dismissing_asks_again,
     lists_take_the_command_lines_names_and_the_audit_hides_alert_sends,
     missed_notifications_are_acknowledged_at_once_by_name,
+    health_names_its_lines_fits_a_young_instance_and_blames_the_platform_fairly,
 );
 
 const ORDER: &str = "4945357007";
@@ -144,5 +146,65 @@ async fn missed_notifications_are_acknowledged_at_once_by_name() {
         app.count("SELECT count(*) FROM audit WHERE item = 'missed:all'"),
         1
     );
+    app.stop().await;
+}
+
+async fn health_names_its_lines_fits_a_young_instance_and_blames_the_platform_fairly() {
+    let api = FakeApi::start().await;
+    let (app, mut b) = signed_in(TestConfig::default().api(&api.uri())).await;
+    // A payment the platform does not know: its answer is 404.
+    app.post("topic=payment&id=555", &[], None).await;
+    app.run_jobs().await;
+    let minute = unix_ms_now() / 60_000 * 60_000 - 10 * 60_000;
+    let sample = |series: &str, value| Sample {
+        minute,
+        instance: "a".into(),
+        series: series.into(),
+        value,
+    };
+    app.store
+        .record_samples(vec![
+            sample("notifications.ipn", 3),
+            sample("notifications.webhook", 2),
+            sample("ack.p50_us", 800),
+            sample("ack.p99_us", 4000),
+        ])
+        .await
+        .unwrap();
+    let (status, _, html) = b.get("/health").await;
+    assert_eq!(status, 200);
+    let api_line = html.split("<dt>Platform API</dt>").nth(1).unwrap();
+    let api_line = api_line.split("</dd>").next().unwrap();
+    assert!(api_line.contains("answered 404"), "{api_line}");
+    assert!(
+        api_line.contains("class=\"ok\""),
+        "a stranger's id is not the platform's fault: {api_line}"
+    );
+    assert!(
+        api_line.contains(" UTC, ") && api_line.contains("ago") || api_line.contains("just now"),
+        "{api_line}"
+    );
+    // Ten minutes of samples: the last hour, not a day.
+    assert!(
+        html.contains("Notifications per minute, by kind (last hour)"),
+        "{html}"
+    );
+    for name in [
+        "ipn",
+        "webhook",
+        "p50: half answered faster",
+        "p99: 99 in 100 answered faster",
+    ] {
+        assert!(
+            html.contains(&format!("</span>{name}</li>")),
+            "legend {name}: {html}"
+        );
+    }
+    // No time to the millisecond anywhere on the page.
+    let ms = html
+        .as_bytes()
+        .windows(6)
+        .any(|w| w[0] == b'.' && w[1..4].iter().all(u8::is_ascii_digit) && w[4] == b'Z');
+    assert!(!ms, "{html}");
     app.stop().await;
 }
