@@ -18,6 +18,8 @@ const TOP: f64 = 12.0;
 const BOTTOM: f64 = 26.0;
 /// Text size in the chart's own units.
 pub const FONT: f64 = 14.0;
+// On a phone a chart is some 350 px wide: its text stays 10 px or more.
+const _: () = assert!(FONT * 350.0 / W >= 10.0);
 /// Half the width of a time label ("09:15") and a little more: labels stay
 /// inside the drawing.
 const HALF_LABEL: f64 = 22.0;
@@ -215,7 +217,6 @@ mod tests {
     #[test]
     fn text_is_readable_on_a_phone_and_inside_the_drawing() {
         let svg = bars("b", 0, 86_400_000, 3_600_000, &[(0, 12345.0)], false);
-        assert!(FONT * 350.0 / W >= 10.0);
         for size in svg.split("font-size=\"").skip(1) {
             let size: f64 = size.split('"').next().unwrap().parse().unwrap();
             assert!(size >= FONT, "{svg}");
