@@ -3,10 +3,12 @@
 # playwright-core from npm), against pointhook and the bundled sandbox:
 # sign in; a held fraud review found in the inbox and confirmed (the
 # sandbox's call log shows one refund; the audit shows who); another
-# dismissed and its order released once paid; a group of dead jobs retried
-# at once; an order found by its payment id with its timeline; no
-# horizontal scroll at 390 px; sign-in and an action with JavaScript off;
-# an action without the CSRF token refused. Screenshots in
+# dismissed after a second question and its order released once paid;
+# every review on /fraud-reviews; a group of dead jobs retried at once; an
+# order found by its payment id with its timeline; /health at 390 and
+# 1,400 px with legends, chart text of 9 px or more inside its drawing, no
+# milliseconds; no horizontal scroll at 390 px; sign-in and an action with
+# JavaScript off; an action without the CSRF token refused. Screenshots in
 # ${SHOTS:-target/console}/. Installs what is missing; stops what it starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -18,6 +18,30 @@ async function signIn(page) {
   await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Sign in' }).click()]);
 }
 
+// /health read as a person reads it: every line named in a legend, no
+// chart text smaller than 9 px or cut by its drawing, no time to the
+// millisecond, the window said.
+async function healthReads(page, width) {
+  await page.goto(`${base}/health`);
+  const legends = await page.locator('ul.legend').allTextContents();
+  const all = legends.join(' | ');
+  check(all.includes('p50') && all.includes('p99'), `/health at ${width} px: no legend for p50 and p99: ${all}`);
+  const texts = await page.evaluate(() => Array.from(document.querySelectorAll('svg.chart text')).map((t) => {
+    const r = t.getBoundingClientRect();
+    const s = t.ownerSVGElement.getBoundingClientRect();
+    return { text: t.textContent, h: r.height, inside: r.left >= s.left - 0.5 && r.right <= s.right + 0.5 && r.top >= s.top - 0.5 && r.bottom <= s.bottom + 0.5 };
+  }));
+  check(texts.length > 0, `/health at ${width} px: no chart text`);
+  for (const t of texts) {
+    check(t.h >= 9, `/health at ${width} px: "${t.text}" is ${t.h.toFixed(1)} px high`);
+    check(t.inside, `/health at ${width} px: "${t.text}" is cut by its chart`);
+  }
+  const body = await page.locator('main').textContent();
+  check(!/\.\d{3}Z/.test(body), `/health at ${width} px shows milliseconds`);
+  check(body.includes('(last hour)') || body.includes('(last 6 h)') || body.includes('(last 24 h)'), `/health at ${width} px does not say its window`);
+  await page.screenshot({ path: `${shots}/health-${width}.png`, fullPage: true });
+}
+
 async function noSideways(page, path) {
   await page.goto(`${base}${path}`);
   const [scroll, client] = await page.evaluate(() => [
@@ -56,9 +80,18 @@ async function noSideways(page, path) {
 
   // The second, dismissed.
   await page.goto(`${base}/`);
+  // Dismissing can release goods: it asks again, naming the order.
   const review2 = page.locator('section', { hasText: `merchant order ${order2}` }).first();
-  await Promise.all([page.waitForURL(/done=/), review2.getByRole('button', { name: /Dismiss/ }).click()]);
+  await Promise.all([page.waitForLoadState(), review2.getByRole('button', { name: /Dismiss/ }).click()]);
+  const lift = await page.locator('#second-confirmation').textContent();
+  check(lift.includes(`merchant order ${order2}`) && lift.includes('released'), `dismissing asks: ${lift}`);
+  await Promise.all([page.waitForURL(/done=/), page.getByRole('button', { name: /Yes, lift the block/ }).click()]);
   check((await page.locator('#review-state').textContent()) === 'dismissed', 'the review is not dismissed');
+  // Every review, decided ones too, on a page of its own.
+  await page.goto(`${base}/fraud-reviews`);
+  const reviews = await page.locator('ul.items').textContent();
+  check(reviews.includes('confirmed') && reviews.includes('dismissed'), `/fraud-reviews lists: ${reviews}`);
+  await page.screenshot({ path: `${shots}/fraud-reviews-390.png`, fullPage: true });
 
   // The dead jobs, one group, retried at once.
   await page.goto(`${base}/`);
@@ -85,8 +118,8 @@ async function noSideways(page, path) {
                       '/destinations', '/destinations/default']) {
     await noSideways(page, path);
   }
-  await page.goto(`${base}/health`);
-  await page.screenshot({ path: `${shots}/health.png`, fullPage: true });
+  await healthReads(page, 390);
+  await noSideways(page, '/fraud-reviews');
 
   // The destination nothing answers is in the inbox, failing.
   await page.goto(`${base}/`);
@@ -110,11 +143,14 @@ async function noSideways(page, path) {
   check(said.includes('done'), `the retry without JavaScript says: ${said}`);
   await p2.screenshot({ path: `${shots}/no-javascript.png`, fullPage: true });
 
-  const desk = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const desk = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const d = await desk.newPage();
   await signIn(d);
   await d.goto(`${base}/orders/${order1}`);
   await d.screenshot({ path: `${shots}/order-desktop.png`, fullPage: true });
-  console.log('console: signed in, confirmed, dismissed, retried a group, searched, fits 390 px, works without JavaScript, refuses a forged form');
+  await healthReads(d, 1400);
+  await d.goto(`${base}/fraud-reviews`);
+  await d.screenshot({ path: `${shots}/fraud-reviews-1400.png`, fullPage: true });
+  console.log('console: signed in, confirmed, dismissed (asked twice), listed the reviews, retried a group, searched, /health readable at 390 and 1400 px, fits 390 px, works without JavaScript, refuses a forged form');
   await browser.close();
 })().catch((e) => { console.error(e.message); process.exit(1); });

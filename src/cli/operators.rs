@@ -45,8 +45,17 @@ fn password(file: Option<&PathBuf>) -> anyhow::Result<String> {
             .with_context(|| format!("cannot read {}", path.display()))?;
         return Ok(text.lines().next().unwrap_or("").to_string());
     }
-    let first = rpassword::prompt_password("Password: ").context("cannot read a password")?;
-    let again = rpassword::prompt_password("Again: ").context("cannot read a password")?;
+    // rpassword reads the controlling terminal; without one (a pipe, a
+    // script, cron) say how to give the password instead.
+    let ask = |prompt: &str| {
+        rpassword::prompt_password(prompt).map_err(|_| {
+            anyhow::anyhow!(
+                "no terminal to ask for the password on: give it with --password-file FILE (its first line)"
+            )
+        })
+    };
+    let first = ask("Password: ")?;
+    let again = ask("Again: ")?;
     if first != again {
         bail!("the two passwords differ");
     }

@@ -24,10 +24,11 @@ pub enum Orders {
         #[command(flatten)]
         format: Format,
     },
-    /// The orders in one state, the latest to enter it first.
+    /// The orders in one state, the latest to enter it first; without
+    /// --state every order, the latest changed first.
     List {
         #[arg(long, value_enum)]
-        state: State,
+        state: Option<State>,
         #[command(flatten)]
         page: PageArgs,
         #[command(flatten)]
@@ -82,12 +83,18 @@ pub async fn run(store: &Store, accounts: Vec<String>, cmd: Orders) -> anyhow::R
             format,
         } => {
             let listed = list(&page, |cursor, limit| {
-                store.order_list(state.list(), cursor, limit)
+                store.order_list(state.map_or(OrderList::Any, State::list), cursor, limit)
             })
             .await?;
             super::paging::print(&format, &listed, |rows| {
                 table(
-                    &["ORDER", "ACCOUNT", "SINCE", "TOTAL", "PAID"],
+                    &[
+                        "ORDER",
+                        "ACCOUNT",
+                        if state.is_some() { "SINCE" } else { "CHANGED" },
+                        "TOTAL",
+                        "PAID",
+                    ],
                     rows.iter()
                         .map(|o| {
                             vec![

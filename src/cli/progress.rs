@@ -29,7 +29,7 @@ impl Progress {
     pub fn new(what: &'static str, unit: &'static str) -> anyhow::Result<Progress> {
         let shown = if std::io::stderr().is_terminal() {
             let style = ProgressStyle::with_template(&format!(
-                "{{prefix}} [{{bar:40}}] {{pos}}/{{len}} {unit} {{msg}}, {{eta}} left"
+                "{{prefix}} [{{bar:40}}] {{pos}}/{{len}} {unit}{{msg}}, {{eta}} left"
             ))?
             .progress_chars("=> ");
             Shown::Bar(
@@ -49,7 +49,7 @@ impl Progress {
             Shown::Bar(bar) => {
                 bar.set_length(total.max(done));
                 bar.set_position(done);
-                bar.set_message(note.to_string());
+                bar.set_message(noted(note));
             }
             Shown::Lines(last) => {
                 let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
@@ -59,11 +59,7 @@ impl Progress {
                         "{}: {done} of {total} {}{}",
                         self.what,
                         self.unit,
-                        if note.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({note})")
-                        }
+                        noted(note)
                     );
                 }
             }
@@ -75,5 +71,24 @@ impl Progress {
         if let Shown::Bar(bar) = &self.shown {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// Where it is, after the unit: " (payments)", or nothing when nothing is
+/// said (not a dangling "rows , ").
+fn noted(note: &str) -> String {
+    if note.is_empty() {
+        String::new()
+    } else {
+        format!(" ({note})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_empty_note_leaves_nothing_behind() {
+        assert_eq!(super::noted(""), "");
+        assert_eq!(super::noted("deliveries"), " (deliveries)");
     }
 }

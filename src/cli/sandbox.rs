@@ -21,7 +21,7 @@ pub struct SandboxArgs {
     #[command(subcommand)]
     cmd: Option<SandboxCmd>,
     /// Where to listen [default: 127.0.0.1:8090].
-    #[arg(long)]
+    #[arg(long, env = "POINTHOOK_SANDBOX_LISTEN")]
     listen: Option<SocketAddr>,
     /// 1.0 is real time; 0.01 makes 15 minutes 9 seconds [default: 1.0].
     #[arg(long)]
@@ -30,8 +30,10 @@ pub struct SandboxArgs {
     /// and printed.
     #[arg(long = "token")]
     tokens: Vec<String>,
-    /// The account's IPN URL, as set in the dashboard.
-    #[arg(long)]
+    /// The account's IPN URL, as set in the dashboard [default: where
+    /// `pointhook serve` listens by default,
+    /// http://127.0.0.1:8080/notifications].
+    #[arg(long, env = "POINTHOOK_SANDBOX_NOTIFICATION_URL")]
     notification_url: Option<String>,
     /// Where payment-intent webhooks go; activates Point Integrations events.
     #[arg(long)]
@@ -126,6 +128,13 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
     );
     let mut accounts = file.accounts;
     let mut made_up = None;
+    // Accounts made from the flags notify pointhook's default address unless
+    // told otherwise: the platform would send nothing without a URL set in
+    // its dashboard, and a newcomer's first `serve` listens there.
+    let notification_url = args
+        .notification_url
+        .clone()
+        .unwrap_or_else(default_notification_url);
     if accounts.is_empty() || !args.tokens.is_empty() {
         let mut tokens = args.tokens.clone();
         if tokens.is_empty() {
@@ -141,7 +150,7 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
                     format!("default-{}", i + 1)
                 },
                 token,
-                notification_url: args.notification_url.clone(),
+                notification_url: Some(notification_url.clone()),
                 webhook_url: args.webhook_url.clone(),
                 webhook_secret: args.webhook_secret.clone(),
                 email: None,
@@ -220,6 +229,13 @@ pub fn run(args: SandboxArgs, config: Option<&Path>) -> anyhow::Result<()> {
         sandbox.serve(listener, shutdown).await;
         Ok(())
     })
+}
+
+/// Where `pointhook serve` takes notifications with no configuration of
+/// its own: its default listen address and path.
+fn default_notification_url() -> String {
+    let server = pointhook::config::ServerConfig::default();
+    format!("http://{}{}", server.listen, server.path)
 }
 
 async fn print_log(url: &str, token: &str, json: bool) -> anyhow::Result<()> {

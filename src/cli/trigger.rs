@@ -22,7 +22,11 @@ pub struct TriggerArgs {
     #[arg(long, conflicts_with = "target")]
     list: bool,
     /// The sandbox to drive.
-    #[arg(long, default_value = "http://127.0.0.1:8090")]
+    #[arg(
+        long,
+        env = "POINTHOOK_SANDBOX_URL",
+        default_value = "http://127.0.0.1:8090"
+    )]
     url: String,
     /// One of its accounts' access tokens.
     #[arg(

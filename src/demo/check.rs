@@ -1,13 +1,19 @@
 //! Runs one demo scenario against the sandbox (the fixture runner, its
 //! steps said as they go) and waits for what it expects: an event
 //! pointhook decided (in its store) and, where asked, delivered after the
-//! merchant refused it, or an e-mail in the spool.
+//! merchant refused it, or an e-mail in the spool. Each event is credited
+//! to one scenario only, and a scenario ends once pointhook has run its
+//! work and delivered its events to the merchant, so that what the
+//! merchant receives is said under the scenario that caused it.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use pointhook::domain::JobState;
 use pointhook::store;
+use pointhook::store::console_views::JobFilter;
 use pointhook_common::text::printable;
 use pointhook_sandbox::fixture::run::Runner;
 use pointhook_sandbox::fixture::{Expect, Fixture, matches};
@@ -16,12 +22,18 @@ use super::merchant::Merchant;
 
 /// How long an expectation may take.
 const EXPECT_WITHIN: Duration = Duration::from_secs(30);
+/// How long a scenario's remaining work may take to settle.
+const SETTLE_WITHIN: Duration = Duration::from_secs(10);
+/// The merchant's destination, whose deliveries a scenario waits for.
+const MERCHANT: &str = "default";
 
 pub struct Checker {
     runner: Runner,
     merchant: Arc<Merchant>,
     store: store::Store,
     spool: PathBuf,
+    /// Events credited to a scenario already.
+    credited: Mutex<HashSet<String>>,
 }
 
 impl Checker {
@@ -37,6 +49,7 @@ impl Checker {
             merchant,
             store,
             spool,
+            credited: Mutex::new(HashSet::new()),
         }
     }
 
@@ -57,7 +70,50 @@ impl Checker {
         for e in &ran.expect {
             self.wait_for(e).await?;
         }
+        self.settle().await
+    }
+
+    /// Waits until pointhook has no job left to run and the merchant's
+    /// destination nothing left to take (another destination may be down
+    /// for good: the demo has one that is).
+    async fn settle(&self) -> anyhow::Result<()> {
+        let deadline = Instant::now() + SETTLE_WITHIN;
+        while Instant::now() < deadline {
+            let mut busy = false;
+            for state in [JobState::Pending, JobState::Running] {
+                let page = self
+                    .store
+                    .job_page(JobFilter {
+                        state: Some(state),
+                        limit: 1,
+                        ..Default::default()
+                    })
+                    .await?;
+                busy |= !page.rows.is_empty();
+            }
+            let now = store::unix_ms_now();
+            busy |= self
+                .store
+                .destinations(now)
+                .await?
+                .iter()
+                .any(|d| d.name == MERCHANT && d.backlog > 0);
+            if !busy {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Work still going is said under the next scenario; not a failure.
         Ok(())
+    }
+
+    /// Credits `id` to the scenario asking; `false` when an earlier one
+    /// had it.
+    fn credit(&self, id: &str) -> bool {
+        self.credited
+            .lock()
+            .map(|mut c| c.insert(id.to_string()))
+            .unwrap_or(true)
     }
 
     async fn wait_for(&self, e: &Expect) -> anyhow::Result<()> {
@@ -98,12 +154,17 @@ impl Checker {
             {
                 continue;
             }
+            if self.is_credited(&summary.id) {
+                continue;
+            }
             let Some(failures) = e.delivered_after_failures else {
+                self.credit(&summary.id);
                 return Ok(Some(format!("{kind} {}", summary.id)));
             };
             let answers = self.merchant.answers(&summary.id);
             let refused = answers.iter().filter(|s| **s >= 500).count() as u32;
             if refused >= failures && answers.iter().any(|s| *s < 300) {
+                self.credit(&summary.id);
                 return Ok(Some(format!(
                     "{kind} {} delivered after {refused} refusal(s), same id every time",
                     summary.id
@@ -111,6 +172,13 @@ impl Checker {
             }
         }
         Ok(None)
+    }
+
+    fn is_credited(&self, id: &str) -> bool {
+        self.credited
+            .lock()
+            .map(|c| c.contains(id))
+            .unwrap_or(false)
     }
 
     /// A mail in the spool that contains `text`, by its subject.

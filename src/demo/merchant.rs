@@ -1,6 +1,7 @@
 //! The demo's merchant endpoint: says what it receives, and refuses the
 //! first deliveries of one type of event when a scenario wants to show a
-//! redelivery.
+//! redelivery. Beside it, `/warehouse` stands for a second system that is
+//! down: it answers 503 to everything, silently.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -14,6 +15,9 @@ use serde_json::Value;
 use pointhook_common::response;
 use pointhook_common::serve::Handler;
 use pointhook_common::text::printable;
+
+/// The path of the destination that is down.
+pub const WAREHOUSE: &str = "/warehouse";
 
 #[derive(Default)]
 pub struct Merchant {
@@ -66,6 +70,7 @@ impl Handler for Merchant {
         req: Request<Incoming>,
         _peer: SocketAddr,
     ) -> impl std::future::Future<Output = Response<response::Body>> + Send {
+        let down = req.uri().path() == WAREHOUSE;
         let id = req
             .headers()
             .get("webhook-id")
@@ -73,6 +78,9 @@ impl Handler for Merchant {
             .unwrap_or("")
             .to_string();
         async move {
+            if down {
+                return response::json(StatusCode::SERVICE_UNAVAILABLE, "{}");
+            }
             let body = req
                 .into_body()
                 .collect()

@@ -4,7 +4,10 @@
 //! `fixtures/scenarios/`), says what happens in plain words and checks what
 //! pointhook decided (`check`), then keeps serving and prints the lines to
 //! try it by hand. The operator console serves too, with a one-time
-//! operator whose random password is printed. Ctrl-C stops all.
+//! operator whose random password is printed; a second destination
+//! ("warehouse") is down for good, and once the scenarios ran the demo says
+//! what they left for a person (a held review, an order at risk, the
+//! failing destination) and where to click. Ctrl-C stops all.
 
 mod check;
 mod merchant;
@@ -109,9 +112,12 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
          [[accounts]]\nname = \"default\"\naccess_token = \"{TOKEN}\"\n\
          webhook_secret = \"{WEBHOOK_SECRET}\"\n\
          [fulfillment]\nurl = \"http://{merchant_addr}/events\"\nsecret = \"whsec_cG9pbnRob29rLWRlbW8tbWVyY2hhbnQtc2VjcmV0ISE=\"\n\
+         [[destinations]]\nname = \"warehouse\"\nurl = \"http://{merchant_addr}{warehouse}\"\nunsigned = true\n\
+         types = [\"order.released\"]\n\
          [admin]\nlisten = \"{admin}\"\ntoken = \"{token}\"\n",
         db = dir.path().join("pointhook.db").display().to_string(),
         admin = admin_listener.local_addr()?,
+        warehouse = merchant::WAREHOUSE,
         token = random_hex(),
     );
     std::fs::write(&config_path, &toml).context("cannot write the demo configuration")?;
@@ -142,7 +148,7 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
     );
     println!();
 
-    let checker = Checker::new(&sb_url, TOKEN, merchant.clone(), store, spool);
+    let checker = Checker::new(&sb_url, TOKEN, merchant.clone(), store.clone(), spool);
     let mut passed = 0;
     for s in &scenarios {
         match checker.run(s).await {
@@ -155,6 +161,8 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
     }
     let all = passed == scenarios.len();
     println!("{passed} of {} scenarios passed", scenarios.len());
+    println!();
+    needs_you(&store, &console).await?;
 
     if !exit_after_scenarios && !shutdown.is_cancelled() {
         println!();
@@ -180,4 +188,38 @@ pub async fn run(exit_after_scenarios: bool, shutdown: CancellationToken) -> any
     let _ = tokio::join!(app_task, sandbox_task, merchant_task);
     drop(dir);
     Ok(all)
+}
+
+/// What the scenarios left for a person, and where to click for each.
+async fn needs_you(store: &pointhook::store::Store, console: &str) -> anyhow::Result<()> {
+    use pointhook::domain::Review;
+    use pointhook::store::console_views::OrderList;
+    let console = console.trim_end_matches('/');
+    println!("What needs a person now (the console's inbox, {console}/):");
+    for r in store.reviews(Some(Review::Held), None, 10).await? {
+        println!(
+            "  - fraud review {} held: an alert nobody signed blocked merchant order {}; \
+             confirm or dismiss it at {console}/fraud-reviews/{}",
+            r.id,
+            r.merchant_order_id.as_deref().unwrap_or("unknown"),
+            r.id
+        );
+    }
+    for o in store.order_list(OrderList::AtRisk, None, 10).await?.rows {
+        println!(
+            "  - merchant order {} at risk: released, then charged back; its timeline at \
+             {console}/orders/{}?account={}&kind=merchant_order",
+            o.order_id, o.order_id, o.account
+        );
+    }
+    let now = pointhook::store::unix_ms_now();
+    for d in store.destinations(now).await? {
+        if d.failing_since.is_some() || d.state == "disabled" {
+            println!(
+                "  - destination {} failing (its endpoint answers 503): {console}/destinations/{}",
+                d.name, d.name
+            );
+        }
+    }
+    Ok(())
 }

@@ -11,6 +11,9 @@ use pointhook_sandbox::fixture::{Fixture, bundled};
 pub const OWN: &[&str] = &[
     include_str!("../../fixtures/scenarios/merchant-fails-once.json"),
     include_str!("../../fixtures/scenarios/device-event-mail.json"),
+    include_str!("../../fixtures/scenarios/fraud-alert-held.json"),
+    include_str!("../../fixtures/scenarios/sale-released.json"),
+    include_str!("../../fixtures/scenarios/chargeback-after-release.json"),
 ];
 
 /// Every scenario, in the order the demo runs them.

@@ -92,14 +92,28 @@ async fn a_held_fraud_review_is_told_once_on_both_channels_then_resolved() {
     assert_eq!(round(&app).await, 0);
     clock.advance(Duration::from_secs(600));
     assert_eq!(round(&app).await, 0);
-    // A person dismisses it: told resolved, once.
-    app.store.dismiss_review(id, unix_ms_now()).await.unwrap();
+    // A person dismisses it: told resolved, once, saying how and by whom.
+    let actions = pointhook::actions::Actions {
+        store: app.store.clone(),
+        clock: clock.clone(),
+    };
+    actions
+        .dismiss_review(&pointhook::operators::Actor::operator("ana"), id)
+        .await
+        .unwrap();
     assert_eq!(round(&app).await, 1);
     let (mails, hooks) = told(&smtp, &hook, 2).await;
     assert!(
         mails[1].contains("[pointhook] resolved, fraud alert held for you"),
         "{}",
         mails[1]
+    );
+    assert_eq!(
+        hooks[1]["text"],
+        format!(
+            "resolved, fraud alert held for you: fraud review {id} dismissed by ana: \
+             merchant order {ORDER} unblocked, decided again"
+        )
     );
     assert_eq!(hooks[1]["severity"], "info");
     assert_eq!(hooks[1]["url"], link.as_str());
@@ -154,7 +168,7 @@ async fn five_jobs_dying_of_one_cause_are_one_message_and_one_resolution() {
     assert_eq!(m["severity"], "warning");
     assert_eq!(m["url"], format!("{PUBLIC}/#dead-jobs"));
     assert!(
-        m["text"].as_str().unwrap().starts_with("5 job(s) gave up"),
+        m["text"].as_str().unwrap().starts_with("5 jobs gave up"),
         "{m}"
     );
     let items: Vec<&str> = m["items"]
@@ -182,6 +196,22 @@ async fn five_jobs_dying_of_one_cause_are_one_message_and_one_resolution() {
         "the e-mail lists each: {}",
         mails[0]
     );
+    for item in &items {
+        assert_eq!(item.matches("attempts").count(), 1, "said once: {item}");
+    }
+    // A mail any client reads as UTF-8 text, dated and identified.
+    let mail = mails[0].to_ascii_lowercase();
+    for header in [
+        "mime-version: 1.0",
+        "content-type: text/plain; charset=utf-8",
+        "message-id: <",
+        "date: ",
+    ] {
+        assert!(
+            mail.lines().any(|l| l.starts_with(header)),
+            "{header}: {mail}"
+        );
+    }
     clock.advance(Duration::from_secs(120));
     assert_eq!(round(&app).await, 0, "once, past the digest too");
     assert_eq!(
@@ -197,7 +227,7 @@ async fn five_jobs_dying_of_one_cause_are_one_message_and_one_resolution() {
     assert_eq!(app.store.retry_dead_jobs(unix_ms_now()).await.unwrap(), 5);
     assert_eq!(round(&app).await, 1);
     let (_, hooks) = told(&smtp, &hook, 2).await;
-    assert_eq!(hooks[1]["text"], "resolved, 5 job(s) gave up");
+    assert_eq!(hooks[1]["text"], "resolved, 5 jobs gave up");
     assert_eq!(hooks[1]["items"].as_array().unwrap().len(), 5);
     assert_eq!(round(&app).await, 0);
     audited(&app, 4, AuditOutcome::Done).await;

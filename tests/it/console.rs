@@ -23,7 +23,7 @@ on_both_backends!(
     a_filter_past_the_scan_window_goes_on_where_it_stopped,
 );
 
-const TOKEN: &str = "admin-secret-for-the-console-tests";
+pub const TOKEN: &str = "admin-secret-for-the-console-tests";
 pub const PASSWORD: &str = "a long enough password";
 
 /// A browser without JavaScript: a session cookie and the forms' token.
@@ -171,7 +171,7 @@ pub async fn with_operator(app: &TestApp, name: &str) {
 }
 
 /// An app with an admin listener and one operator, `ana`, signed in.
-async fn signed_in(tc: TestConfig) -> (TestApp, Browser) {
+pub async fn signed_in(tc: TestConfig) -> (TestApp, Browser) {
     // The tests' clocks move hours at a time: sessions outlast them.
     let app = spawn_app_with(TestConfig {
         admin_token: Some(TOKEN.into()),

@@ -234,6 +234,13 @@ async fn orders_are_listed_by_state() {
         assert!(ok, "{err}");
         assert_eq!(out, "(none)\n", "{state}");
     }
+    // Without a state: every order.
+    let (ok, out, err) = cli(&app, &["orders", "list"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("4945357007") && out.contains("CHANGED"),
+        "{out}"
+    );
     let (_, help, _) = cli(&app, &["orders", "list", "--help"]);
     for state in [
         "released",
@@ -244,6 +251,66 @@ async fn orders_are_listed_by_state() {
     ] {
         assert!(help.contains(state), "{state}: {help}");
     }
+    app.stop().await;
+}
+
+/// From a pipe, with no terminal to ask on, `operators add` says in one
+/// line how to give the password instead.
+#[test]
+fn adding_an_operator_without_a_terminal_names_the_password_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config_with(dir.path(), "[api]\nbase_url = \"http://127.0.0.1:1\"\n");
+    let (ok, _, err) = cli_in(
+        dir.path(),
+        &["migrate", "--config", config.to_str().unwrap()],
+        &[],
+    );
+    assert!(ok, "{err}");
+    // setsid: no controlling terminal, as under cron or a pipe in CI.
+    let out = std::process::Command::new("setsid")
+        .arg("--wait")
+        .arg(env!("CARGO_BIN_EXE_pointhook"))
+        .args(["operators", "add", "ana", "--config"])
+        .arg(&config)
+        .stdin(std::process::Stdio::piped())
+        .output()
+        .expect("util-linux setsid");
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--password-file"), "{err}");
+    assert!(!err.contains("os error"), "{err}");
+}
+
+/// With no `$USER` (a unit, a container), the audit names the OS user by
+/// its name, not its uid.
+#[tokio::test]
+async fn the_audit_names_the_os_user_by_name() {
+    let app = spawn_app().await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pointhook"))
+        .args(["jobs", "retry", "999", "--config"])
+        .arg(&app.config_path)
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .env_remove("SUDO_USER")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "no job 999");
+    let actor: String = app
+        .db()
+        .query_row("SELECT actor FROM audit", [], |r| r.get(0))
+        .unwrap();
+    assert!(!actor.starts_with("uid "), "{actor}");
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .unwrap();
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    let name = passwd
+        .lines()
+        .find(|l| l.split(':').nth(2) == Some(&uid.to_string()))
+        .and_then(|l| l.split(':').next())
+        .unwrap();
+    assert_eq!(actor, name);
     app.stop().await;
 }
 

@@ -471,4 +471,29 @@ async fn the_demo_runs_every_scenario_to_completion() {
         "{out}"
     );
     assert!(out.contains("an e-mail in the spool"), "{out}");
+    // Each scenario's events are its own, received under it.
+    for section in out.split("Scenario: ").skip(1) {
+        for line in section.lines().filter(|l| l.trim_start().starts_with("✓ ")) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let [_, kind, id, ..] = words.as_slice()
+                && id.starts_with("evt_")
+            {
+                assert!(
+                    section.contains(&format!("merchant endpoint: received {kind} {id}")),
+                    "{kind} {id} is received under its own scenario:\n{section}"
+                );
+            }
+        }
+    }
+    // It leaves the console with what a person meets, and says where.
+    for needs in [
+        "What needs a person now",
+        "held: an alert nobody signed blocked merchant order",
+        "/fraud-reviews/",
+        "at risk: released, then charged back",
+        "destination warehouse failing",
+        "/destinations/warehouse",
+    ] {
+        assert!(out.contains(needs), "{needs}: {out}");
+    }
 }

@@ -428,6 +428,40 @@ impl Actions {
         })
         .await
     }
+
+    /// Several items seen at once ("acknowledge all"), recorded as one
+    /// action on `item`; done: how many were not acknowledged already.
+    pub async fn acknowledge_all(
+        &self,
+        who: &Actor,
+        item: &str,
+        items: Vec<String>,
+        detail: String,
+    ) -> Result<Acted<usize>, StoreError> {
+        let about = About {
+            item: item.to_string(),
+            account: None,
+            order_id: None,
+            detail,
+        };
+        let run = async {
+            let mut newly = 0;
+            for i in items {
+                if self
+                    .store
+                    .acknowledge(i, who.name.clone(), self.now())
+                    .await?
+                {
+                    newly += 1;
+                }
+            }
+            Ok(Done::Done(newly))
+        };
+        self.audited(who, Action::Acknowledge, about, run, |n| {
+            format!("{n} acknowledged")
+        })
+        .await
+    }
 }
 
 #[cfg(test)]

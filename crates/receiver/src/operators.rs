@@ -108,13 +108,18 @@ impl Actor {
         }
     }
 
-    /// The command line: the OS user running it (`$USER`, `$LOGNAME`, else
-    /// the uid).
+    /// The command line: the OS user running it, by name (`$USER`,
+    /// `$LOGNAME`, else the uid's name in /etc/passwd, else the uid); under
+    /// sudo, the person who ran it (`ana (sudo)`).
     pub fn cli() -> Actor {
-        let name = ["USER", "LOGNAME"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
-            .unwrap_or_else(uid);
+        let env = |v: &str| std::env::var(v).ok().filter(|s| !s.is_empty());
+        let name = match (env("SUDO_USER"), uid()) {
+            (Some(person), Some(0)) => format!("{person} (sudo)"),
+            (_, uid) => env("USER")
+                .or_else(|| env("LOGNAME"))
+                .or_else(|| uid.and_then(user_name))
+                .unwrap_or_else(|| uid.map_or("unknown".into(), |u| format!("uid {u}"))),
+        };
         Actor {
             name: pointhook_common::text::printable(&name).into_owned(),
             via: Via::Cli,
@@ -123,21 +128,42 @@ impl Actor {
 }
 
 #[cfg(unix)]
-fn uid() -> String {
+fn uid() -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self")
-        .map(|m| format!("uid {}", m.uid()))
-        .unwrap_or_else(|_| "unknown".into())
+    std::fs::metadata("/proc/self").map(|m| m.uid()).ok()
 }
 
 #[cfg(not(unix))]
-fn uid() -> String {
-    "unknown".into()
+fn uid() -> Option<u32> {
+    None
+}
+
+/// The name of user `uid` in /etc/passwd (`name:x:uid:…`).
+fn user_name(uid: u32) -> Option<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    name_in_passwd(&passwd, uid)
+}
+
+fn name_in_passwd(passwd: &str, uid: u32) -> Option<String> {
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let id = fields.nth(1)?.parse::<u32>().ok()?;
+        (id == uid && !name.is_empty()).then(|| name.to_string())
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_uid_is_named_from_passwd() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\nana:x:1000:1000::/home/ana:/bin/sh\n";
+        assert_eq!(name_in_passwd(passwd, 0).as_deref(), Some("root"));
+        assert_eq!(name_in_passwd(passwd, 1000).as_deref(), Some("ana"));
+        assert_eq!(name_in_passwd(passwd, 7), None);
+    }
 
     #[test]
     fn a_hash_verifies_its_password_only() {

@@ -201,7 +201,14 @@ impl Alerter {
         let last_sent: HashMap<_, _> = self.store.last_alerts_sent().await?.into_iter().collect();
         let mut current = rules::attention(&facts, t);
         rules::carry_unlisted(&mut current, &open, &cut_short);
-        let plan = rules::plan(now, &current, &open, &last_sent, t);
+        let mut plan = rules::plan(now, &current, &open, &last_sent, t);
+        for m in plan.send.iter_mut().filter(|m| m.resolved) {
+            if let [key] = m.keys.as_slice()
+                && let Some(how) = super::resolved::how(&self.store, key).await?
+            {
+                rules::resolved_by(m, &how);
+            }
+        }
         let notified = plan
             .send
             .iter()

@@ -3,7 +3,7 @@
 //! ours to write). With `starttls` the connection must be upgraded before
 //! anything is sent, credentials included; a loopback relay may be plain.
 
-use lettre::message::Mailbox;
+use lettre::message::{Mailbox, SinglePart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
@@ -65,14 +65,24 @@ impl EmailChannel {
     }
 
     pub async fn send(&self, m: &Outgoing) -> Result<(), AlertError> {
+        // A MIME text part (MIME-Version, Content-Type with its charset),
+        // dated and identified under the sender's domain, so that clients
+        // and filters read it as any other mail.
         let mut b = Message::builder()
             .from(self.from.clone())
-            .subject(m.subject());
+            .subject(m.subject())
+            .date_now()
+            .message_id(Some(format!(
+                "<{}.{}@{}>",
+                pointhook_common::clock::unix_ms_now(),
+                rand::random::<u64>(),
+                self.from.email.domain()
+            )));
         for to in &self.to {
             b = b.to(to.clone());
         }
         let mail = b
-            .body(m.body())
+            .singlepart(SinglePart::plain(m.body()))
             .map_err(|e| AlertError::Build(e.to_string()))?;
         self.transport
             .send(mail)

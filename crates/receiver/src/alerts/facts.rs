@@ -136,16 +136,19 @@ fn flagged(f: &Flagged, kind: AlertKind, what: &str) -> Attention {
 }
 
 fn dead_job(j: &JobSummary) -> Attention {
+    let after = format!("after {} attempts: ", j.attempts);
+    // The worker records a dead job's error with its attempts already.
+    let error = j.last_error.as_deref().unwrap_or("no error recorded");
+    let error = error.strip_prefix(after.as_str()).unwrap_or(error);
     Attention {
         kind: AlertKind::DeadJobs,
         key: format!("job:{}", j.id),
         text: format!(
-            "job {} {} ({}) after {} attempts: {}",
+            "job {} {} ({}) {after}{}",
             j.id,
             j.key,
             j.account,
-            j.attempts,
-            cut(j.last_error.as_deref().unwrap_or("no error recorded"))
+            cut(error)
         ),
         path: format!("/jobs/{}", j.id),
     }

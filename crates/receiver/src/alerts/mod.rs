@@ -2,7 +2,8 @@
 //! (`email.rs` through `[smtp]`, `webhook.rs` for chat tools), the message
 //! each gets (`outgoing.rs`, with a link into the console), what needs a
 //! person read from the store (`facts.rs`), and the alerter that asks
-//! `rules::alerts` what to tell, records it and hands it to each
+//! `rules::alerts` what to tell (a resolution saying what resolved it and
+//! who, `resolved.rs`), records it and hands it to each
 //! channel's own queue and task (`alerter.rs`, `outlet.rs`). Sending never
 //! blocks the work, nor one channel another: each send is timed out on
 //! its channel's task, and recorded in the audit.
@@ -12,6 +13,7 @@ pub mod email;
 pub mod facts;
 pub mod outgoing;
 mod outlet;
+mod resolved;
 pub mod webhook;
 
 use outgoing::Outgoing;

@@ -101,8 +101,8 @@ pub fn attention(f: &Facts, t: &Thresholds) -> Vec<Attention> {
             kind: AlertKind::MissedNotifications,
             key: "missed".into(),
             text: format!(
-                "reconciliation found {} change(s) in the last hour that no notification announced",
-                f.missed_last_hour
+                "reconciliation found {} in the last hour that no notification announced",
+                counted(f.missed_last_hour as usize, "change", "changes")
             ),
             path: "/?missed".into(),
         });
@@ -219,12 +219,19 @@ pub fn plan(
     plan
 }
 
-fn title(kind: AlertKind) -> &'static str {
+/// "1 change", "3 changes".
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The kind's title, for `n` items of it.
+fn title(kind: AlertKind, n: usize) -> &'static str {
     match kind {
+        AlertKind::DeadJobs if n == 1 => "job gave up",
+        AlertKind::DeadJobs => "jobs gave up",
         AlertKind::FraudReviewHeld => "fraud alert held for you",
         AlertKind::ReleasedBeforeFraudAlert => "order released before a fraud alert",
         AlertKind::OrderAtRisk => "order at risk (chargeback after release)",
-        AlertKind::DeadJobs => "job(s) gave up",
         AlertKind::DestinationFailing => "destination failing",
         AlertKind::EventsWaiting => "events waiting",
         AlertKind::MissedNotifications => "notifications missed",
@@ -265,11 +272,11 @@ fn opening(incidents: &[Incident]) -> Message {
     let refs: Vec<&Incident> = incidents.iter().collect();
     let kind = incidents[0].kind;
     let text = match incidents {
-        [one] => format!("{}: {}", title(kind), one.text),
+        [one] => format!("{}: {}", title(kind, 1), one.text),
         many => format!(
             "{} {}: {} (and {} more)",
             many.len(),
-            title(kind),
+            title(kind, many.len()),
             many[0].text,
             many.len() - 1
         ),
@@ -288,8 +295,8 @@ fn opening(incidents: &[Incident]) -> Message {
 fn resolution(incidents: &[&Incident]) -> Message {
     let kind = incidents[0].kind;
     let text = match incidents {
-        [one] => format!("resolved, {}: {}", title(kind), one.text),
-        many => format!("resolved, {} {}", many.len(), title(kind)),
+        [one] => format!("resolved, {}: {}", title(kind, 1), one.text),
+        many => format!("resolved, {} {}", many.len(), title(kind, many.len())),
     };
     Message {
         kind,
@@ -299,6 +306,15 @@ fn resolution(incidents: &[&Incident]) -> Message {
         items: items(incidents),
         keys: incidents.iter().map(|i| i.key.clone()).collect(),
         resolved: true,
+    }
+}
+
+/// A resolution of one incident that a person's action resolved: says
+/// what was done and by whom (`how`), not the question it was.
+pub fn resolved_by(m: &mut Message, how: &str) {
+    if m.resolved && m.keys.len() == 1 {
+        m.text = format!("resolved, {}: {how}", title(m.kind, 1));
+        m.items = vec![how.to_string()];
     }
 }
 

@@ -74,6 +74,8 @@ pub struct AuditFilter {
     /// Only entries about this item.
     pub item: Option<String>,
     pub actor: Option<String>,
+    /// Leave out the messages sent to `[[alerts]]` channels.
+    pub without_alerts: bool,
     /// Only entries older than this id (the next page).
     pub before: Option<i64>,
     pub limit: usize,
@@ -215,6 +217,8 @@ pub enum OrderList {
     Blocked,
     AtRisk,
     FraudAfterRelease,
+    /// Every order, the latest changed first.
+    Any,
 }
 
 impl OrderList {
@@ -233,11 +237,18 @@ impl OrderList {
             OrderList::Blocked => "blocked",
             OrderList::AtRisk => "at_risk",
             OrderList::FraudAfterRelease => "fraud_after_release",
+            OrderList::Any => "any",
         }
     }
 
+    /// A state's name, or the command line's name of one
+    /// (`released_before_fraud_alert`).
     pub fn parse(s: &str) -> Option<OrderList> {
-        OrderList::ALL.into_iter().find(|l| l.as_str() == s)
+        match s {
+            "released_before_fraud_alert" => Some(OrderList::FraudAfterRelease),
+            "any" => Some(OrderList::Any),
+            _ => OrderList::ALL.into_iter().find(|l| l.as_str() == s),
+        }
     }
 }
 

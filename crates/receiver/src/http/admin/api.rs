@@ -282,6 +282,7 @@ async fn audit(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Respo
         .audit(AuditFilter {
             item: q.get("item").map(str::to_string),
             actor: q.get("actor").map(str::to_string),
+            without_alerts: q.get("alerts") == Some("hide"),
             before: q.get("before").map(id).transpose()?,
             limit: limit(&q)?,
         })

@@ -7,7 +7,7 @@ use super::PgStore;
 use super::console_lists::{self as lists, AUDIT_COLUMNS, audit_row};
 use super::console_reads as reads;
 use super::listen::Channel;
-use crate::domain::{AuditOutcome, JobState};
+use crate::domain::{Action, AuditOutcome, JobState};
 use crate::store::StoreError;
 use crate::store::console_views::*;
 use crate::store::views::{
@@ -213,9 +213,16 @@ impl PgStore {
                     "SELECT {AUDIT_COLUMNS} FROM audit
                      WHERE ($1::text IS NULL OR item = $1) AND ($2::text IS NULL OR actor = $2)
                        AND ($3::bigint IS NULL OR id < $3)
+                       AND ($5::smallint IS NULL OR action <> $5)
                      ORDER BY id DESC LIMIT $4"
                 ),
-                &[&f.item, &f.actor, &f.before, &clamp(f.limit)],
+                &[
+                    &f.item,
+                    &f.actor,
+                    &f.before,
+                    &clamp(f.limit),
+                    &f.without_alerts.then_some(Action::Alert as i16),
+                ],
             )
             .await?
             .iter()

@@ -63,11 +63,12 @@ pub async fn order_list(
         })
     };
     let (found, next): (Vec<Row>, CursorOf) = match list {
-        OrderList::Released | OrderList::Blocked | OrderList::AtRisk => {
+        OrderList::Released | OrderList::Blocked | OrderList::AtRisk | OrderList::Any => {
             let column = match list {
                 OrderList::Released => "released_at",
                 OrderList::Blocked => "blocked_at",
-                _ => "at_risk_at",
+                OrderList::AtRisk => "at_risk_at",
+                _ => "updated_at",
             };
             let (t, a, o) =
                 cursor

@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteStore;
 use super::console_lists::{self as lists, AUDIT_COLUMNS, audit_row};
 use super::console_reads as reads;
-use crate::domain::AuditOutcome;
+use crate::domain::{Action, AuditOutcome};
 use crate::store::StoreError;
 use crate::store::console_views::*;
 use crate::store::views::{ReviewView, clamp};
@@ -112,10 +112,17 @@ pub(super) fn audit(c: &Connection, f: &AuditFilter) -> rusqlite::Result<Vec<Aud
     c.prepare_cached(&format!(
         "SELECT {AUDIT_COLUMNS} FROM audit
          WHERE (?1 IS NULL OR item = ?1) AND (?2 IS NULL OR actor = ?2) AND (?3 IS NULL OR id < ?3)
+           AND (?5 IS NULL OR action <> ?5)
          ORDER BY id DESC LIMIT ?4"
     ))?
     .query_map(
-        params![f.item, f.actor, f.before, clamp(f.limit)],
+        params![
+            f.item,
+            f.actor,
+            f.before,
+            clamp(f.limit),
+            f.without_alerts.then_some(Action::Alert as i16)
+        ],
         audit_row,
     )?
     .collect()

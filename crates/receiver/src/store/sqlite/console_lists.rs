@@ -61,11 +61,13 @@ pub(super) fn order_list(
         ))
     };
     let rows: Vec<(i64, OrderRow)> = match list {
-        OrderList::Released | OrderList::Blocked | OrderList::AtRisk => {
+        OrderList::Released | OrderList::Blocked | OrderList::AtRisk | OrderList::Any => {
+            // Every order: by when it last changed (no index: a scan).
             let (column, index) = match list {
-                OrderList::Released => ("released_at", "orders_released"),
-                OrderList::Blocked => ("blocked_at", "orders_blocked"),
-                _ => ("at_risk_at", "orders_at_risk"),
+                OrderList::Released => ("released_at", "INDEXED BY orders_released"),
+                OrderList::Blocked => ("blocked_at", "INDEXED BY orders_blocked"),
+                OrderList::AtRisk => ("at_risk_at", "INDEXED BY orders_at_risk"),
+                _ => ("updated_at", ""),
             };
             let (t, a, o) =
                 cursor
@@ -73,7 +75,7 @@ pub(super) fn order_list(
                     .unwrap_or((i64::MAX, String::new(), String::new()));
             c.prepare_cached(&format!(
                 "SELECT account, order_id, {column}, total_amount, paid_amount
-                 FROM orders INDEXED BY {index}
+                 FROM orders {index}
                  WHERE {column} IS NOT NULL
                    AND ({column} < ?1 OR ({column} = ?1 AND (account, order_id) < (?2, ?3)))
                  ORDER BY {column} DESC, account DESC, order_id DESC LIMIT ?4"

@@ -2,7 +2,8 @@
 //! session's CSRF token, each through `actions` (so recorded in the audit
 //! as the signed-in operator), each answered with a redirect to a page
 //! that shows how it ended. Confirming a review that moves money asks a
-//! second time, naming the amount and whether it is a cancel or a refund.
+//! second time, naming the amount and whether it is a cancel or a refund;
+//! dismissing one, which can release goods, asks a second time too.
 
 use askama::Template;
 use axum::extract::{Path, State};
@@ -81,6 +82,13 @@ pub async fn confirm(
     Ok(back_to(None, format!("/fraud-reviews/{id}"), acted.audit))
 }
 
+#[derive(Template)]
+#[template(path = "console/dismiss.html")]
+struct DismissPage {
+    chrome: Chrome,
+    r: inbox::ReviewItem,
+}
+
 pub async fn dismiss(
     State(s): State<super::Shared>,
     Extension(op): Extension<Operator>,
@@ -89,6 +97,19 @@ pub async fn dismiss(
 ) -> Result<Response, HtmlError> {
     check(&op, &f.csrf)?;
     let id = number(&text)?;
+    let d = s
+        .store
+        .review(id)
+        .await?
+        .ok_or_else(|| HtmlError::not_found("fraud review"))?;
+    if f.sure.as_deref() != Some("yes") && d.review.state == "held" {
+        let chrome = Chrome::new(&s, &op, "inbox", None).await?;
+        let c = consequence(&d);
+        return Ok(render(&DismissPage {
+            chrome,
+            r: inbox::ReviewItem { d, c },
+        }));
+    }
     let acted = s
         .actions()
         .dismiss_review(&Actor::operator(&op.name), id)
@@ -200,15 +221,7 @@ pub async fn acknowledge(
         .into_iter()
         .find(|p| f.item.starts_with(p))
         .ok_or_else(|| HtmlError::bad("nothing of that kind is acknowledged"))?;
-    let what = match kind {
-        "missed:" => "a change found with no notification",
-        "at_risk:" => "an order at risk",
-        _ => "an order released before a fraud alert",
-    };
-    let detail = format!(
-        "acknowledge {what} ({})",
-        pointhook_common::text::printable(&f.item)
-    );
+    let detail = acknowledged_what(&s, kind, &f).await?;
     let acted = s
         .actions()
         .acknowledge(
@@ -220,4 +233,99 @@ pub async fn acknowledge(
         )
         .await?;
     Ok(back_to(f.back.as_deref(), "/".into(), acted.audit))
+}
+
+/// What an acknowledgement is about, in the words of the inbox: the order
+/// or the notification it names, not the inbox's key.
+async fn acknowledged_what(
+    s: &super::Shared,
+    kind: &str,
+    f: &AckForm,
+) -> Result<String, HtmlError> {
+    let printable = pointhook_common::text::printable;
+    let account = f.account.as_deref().filter(|a| !a.is_empty());
+    let order = f.order.as_deref().filter(|o| !o.is_empty());
+    let of = |account: Option<&str>| {
+        account
+            .map(|a| format!(" ({})", printable(a)))
+            .unwrap_or_default()
+    };
+    Ok(match (kind, order) {
+        ("missed:", _) => {
+            let id = number(&f.item[kind.len()..])?;
+            match s.store.get_delivery(id).await? {
+                Some(d) => format!(
+                    "acknowledge a missed notification: {} {}{}",
+                    printable(&d.summary.topic),
+                    printable(&d.summary.resource_id),
+                    of(Some(&d.summary.account))
+                ),
+                None => format!("acknowledge a missed notification (delivery {id})"),
+            }
+        }
+        ("at_risk:", Some(o)) => format!(
+            "acknowledge merchant order {}{} at risk",
+            printable(o),
+            of(account)
+        ),
+        (_, Some(o)) => format!(
+            "acknowledge merchant order {}{} released before a fraud alert",
+            printable(o),
+            of(account)
+        ),
+        ("at_risk:", None) => "acknowledge an order at risk".into(),
+        _ => "acknowledge an order released before a fraud alert".into(),
+    })
+}
+
+/// Every missed notification the inbox lists, acknowledged at once.
+pub async fn acknowledge_missed(
+    State(s): State<super::Shared>,
+    Extension(op): Extension<Operator>,
+    Form(f): Form<ActForm>,
+) -> Result<Response, HtmlError> {
+    check(&op, &f.csrf)?;
+    let missed = s
+        .store
+        .inbox(crate::store::MAX_LIMIT, s.now())
+        .await?
+        .missed;
+    if missed.is_empty() {
+        return Err(HtmlError::status(
+            http::StatusCode::CONFLICT,
+            "no missed notification is left to acknowledge",
+        ));
+    }
+    let named: Vec<String> = missed
+        .iter()
+        .take(5)
+        .map(|m| {
+            format!(
+                "{} {}",
+                pointhook_common::text::printable(&m.delivery.topic),
+                pointhook_common::text::printable(&m.delivery.resource_id)
+            )
+        })
+        .collect();
+    let more = missed.len().saturating_sub(named.len());
+    let detail = format!(
+        "acknowledge {} missed notification{}: {}{}",
+        missed.len(),
+        if missed.len() == 1 { "" } else { "s" },
+        named.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    );
+    let items = missed
+        .iter()
+        .map(|m| format!("missed:{}", m.delivery.id))
+        .collect();
+    let acted = s
+        .actions()
+        .acknowledge_all(&Actor::operator(&op.name), "missed:all", items, detail)
+        .await?;
+    Ok(back_to(None, "/".into(), acted.audit))
 }

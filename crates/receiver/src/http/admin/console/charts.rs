@@ -1,17 +1,31 @@
 //! SVG charts drawn on the server (no script, no image request): lines
 //! over time and bars per bucket, scaled to their largest value, with a
 //! title and a text summary for those who do not see them. Pure.
+//!
+//! Drawn small (480 units wide) with large text (14 units), so that on a
+//! phone (some 350 px for the chart) the text stays at 10 px or more; the
+//! page caps a chart's width so it does not grow huge on a desk. The value
+//! axis carries numbers only (the unit is in the chart's heading), so no
+//! label is wider than its margin.
 
 use std::fmt::Write;
 
-const W: f64 = 600.0;
-const H: f64 = 170.0;
-const LEFT: f64 = 48.0;
-const RIGHT: f64 = 8.0;
-const TOP: f64 = 10.0;
-const BOTTOM: f64 = 22.0;
+const W: f64 = 480.0;
+const H: f64 = 200.0;
+const LEFT: f64 = 50.0;
+const RIGHT: f64 = 10.0;
+const TOP: f64 = 12.0;
+const BOTTOM: f64 = 26.0;
+/// Text size in the chart's own units.
+pub const FONT: f64 = 14.0;
+// On a phone a chart is some 350 px wide: its text stays 10 px or more.
+const _: () = assert!(FONT * 350.0 / W >= 10.0);
+/// Half the width of a time label ("09:15") and a little more: labels stay
+/// inside the drawing.
+const HALF_LABEL: f64 = 22.0;
 
 /// One line: its name, its colour, and `(unix ms, value)` points.
+#[derive(Clone)]
 pub struct Series {
     pub name: String,
     pub color: &'static str,
@@ -62,27 +76,26 @@ fn day(ms: i64) -> String {
     text.get(5..10).unwrap_or("").to_string()
 }
 
-fn frame(out: &mut String, title: &str, top: f64, unit: &str) {
+fn frame(out: &mut String, title: &str, top: f64) {
     let _ = write!(
         out,
         "<svg viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{t}\" class=\"chart\">\
          <title>{t}</title>\
          <line x1=\"{LEFT}\" y1=\"{y0}\" x2=\"{x1}\" y2=\"{y0}\" stroke=\"#888\"/>\
          <line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{x1}\" y2=\"{TOP}\" stroke=\"#ddd\"/>\
-         <text x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\" font-size=\"11\">{top} {unit}</text>\
-         <text x=\"{lx}\" y=\"{y0}\" text-anchor=\"end\" font-size=\"11\">0</text>",
+         <text x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\" font-size=\"{FONT}\">{top}</text>\
+         <text x=\"{lx}\" y=\"{y0}\" text-anchor=\"end\" font-size=\"{FONT}\">0</text>",
         t = esc(title),
         y0 = H - BOTTOM,
         x1 = W - RIGHT,
-        lx = LEFT - 4.0,
-        ty = TOP + 4.0,
+        lx = LEFT - 5.0,
+        ty = TOP + FONT / 2.0,
         top = number(top),
-        unit = esc(unit),
     );
 }
 
-/// Lines over `[from, to)`, with the hour marks of the x axis.
-pub fn lines(title: &str, unit: &str, from: i64, to: i64, series: &[Series]) -> String {
+/// Lines over `[from, to)`, with time marks (UTC) on the x axis.
+pub fn lines(title: &str, from: i64, to: i64, series: &[Series]) -> String {
     let max = series
         .iter()
         .flat_map(|s| s.points.iter().map(|(_, v)| *v))
@@ -92,15 +105,15 @@ pub fn lines(title: &str, unit: &str, from: i64, to: i64, series: &[Series]) -> 
     let x = |t: i64| LEFT + (t - from) as f64 / span * (W - LEFT - RIGHT);
     let y = |v: f64| H - BOTTOM - v / top * (H - BOTTOM - TOP);
     let mut out = String::new();
-    frame(&mut out, title, top, unit);
+    frame(&mut out, title, top);
     let marks = 4;
     for i in 0..=marks {
         let t = from + (to - from) * i / marks;
         let _ = write!(
             out,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}</text>",
-            x(t).clamp(LEFT + 14.0, W - RIGHT - 14.0),
-            H - 6.0,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"{FONT}\">{}</text>",
+            x(t).clamp(LEFT + HALF_LABEL, W - RIGHT - HALF_LABEL),
+            H - 7.0,
             hhmm(t)
         );
     }
@@ -132,7 +145,6 @@ pub fn lines(title: &str, unit: &str, from: i64, to: i64, series: &[Series]) -> 
 /// Bars, one per `(bucket start, value)`, `width_ms` wide, over `[from, to)`.
 pub fn bars(
     title: &str,
-    unit: &str,
     from: i64,
     to: i64,
     width_ms: i64,
@@ -144,7 +156,7 @@ pub fn bars(
     let span = (to - from).max(1) as f64;
     let x = |t: i64| LEFT + (t - from) as f64 / span * (W - LEFT - RIGHT);
     let mut out = String::new();
-    frame(&mut out, title, top, unit);
+    frame(&mut out, title, top);
     let bw = (width_ms as f64 / span * (W - LEFT - RIGHT) - 2.0).max(1.0);
     for (t, v) in bars {
         let h = v / top * (H - BOTTOM - TOP);
@@ -158,14 +170,16 @@ pub fn bars(
             number(*v)
         );
     }
-    let step = if daily { 1 } else { 6 };
+    // At most five labels, so they never overlap.
+    let buckets = ((to - from) / width_ms.max(1)).max(1);
+    let step = (buckets + 4) / 5;
     let mut t = from;
     while t < to {
         let _ = write!(
             out,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}</text>",
-            (x(t) + bw / 2.0).clamp(LEFT + 14.0, W - RIGHT - 14.0),
-            H - 6.0,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"{FONT}\">{}</text>",
+            (x(t) + bw / 2.0).clamp(LEFT + HALF_LABEL, W - RIGHT - HALF_LABEL),
+            H - 7.0,
             if daily { day(t) } else { hhmm(t) }
         );
         t += width_ms * step;
@@ -185,7 +199,6 @@ mod tests {
         assert_eq!(ceiling(120.0), 200.0);
         let svg = lines(
             "a <b>",
-            "ms",
             0,
             60_000,
             &[Series {
@@ -197,5 +210,19 @@ mod tests {
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
         assert!(svg.contains("a &lt;b&gt;") && svg.contains("x&quot;y"));
         assert!(!svg.contains("<b>"));
+    }
+
+    /// At 390 px a chart is some 350 px wide: its text stays 10 px or
+    /// more, and no label starts left of the drawing.
+    #[test]
+    fn text_is_readable_on_a_phone_and_inside_the_drawing() {
+        let svg = bars("b", 0, 86_400_000, 3_600_000, &[(0, 12345.0)], false);
+        for size in svg.split("font-size=\"").skip(1) {
+            let size: f64 = size.split('"').next().unwrap().parse().unwrap();
+            assert!(size >= FONT, "{svg}");
+        }
+        // The widest value label ("20000") fits left of the axis.
+        assert!(number(ceiling(12345.0)).len() as f64 * FONT * 0.55 <= LEFT - 5.0);
+        assert_eq!(svg.matches("text-anchor=\"middle\"").count(), 5, "{svg}");
     }
 }

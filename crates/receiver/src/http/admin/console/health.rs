@@ -1,6 +1,8 @@
 //! `/health`: the state of storage, the platform API, the merchant's
-//! endpoint and reconciliation, and charts of the last 24 hours (7 days
-//! for missed notifications) drawn from the store's minute samples.
+//! endpoint and reconciliation, each with when ("09:53 UTC, 3 min ago"),
+//! and charts of the last hour, 6 hours or 24 hours (whichever holds the
+//! samples; 7 days for missed notifications) drawn from the store's
+//! minute samples, each line named in a legend.
 
 use std::collections::BTreeMap;
 
@@ -20,8 +22,10 @@ const DAY_MS: i64 = 86_400_000;
 const HOUR_MS: i64 = 3_600_000;
 
 struct Chart {
-    title: &'static str,
+    title: String,
     svg: String,
+    /// Each line's colour and what it is.
+    legend: Vec<(&'static str, String)>,
     /// The same in words.
     summary: String,
 }
@@ -80,13 +84,55 @@ fn last(m: &BTreeMap<&str, BTreeMap<i64, i64>>, name: &str) -> Option<i64> {
     m.get(name)?.values().next_back().copied()
 }
 
-fn total(m: &BTreeMap<&str, BTreeMap<i64, i64>>, name: &str) -> i64 {
-    m.get(name).map_or(0, |p| p.values().sum())
+/// The span the charts show: the smallest of the last hour, 6 hours and
+/// 24 hours that holds every sample, so a young instance is not squeezed
+/// into the right edge of a day.
+struct Window {
+    ms: i64,
+    /// "last hour", "last 6 h", "last 24 h".
+    words: &'static str,
+    /// The decisions' bars: how wide, and in words.
+    bucket_ms: i64,
+    bucket: &'static str,
+}
+
+const WINDOWS: [Window; 3] = [
+    Window {
+        ms: HOUR_MS,
+        words: "last hour",
+        bucket_ms: 5 * MINUTE_MS,
+        bucket: "5 minutes",
+    },
+    Window {
+        ms: 6 * HOUR_MS,
+        words: "last 6 h",
+        bucket_ms: 30 * MINUTE_MS,
+        bucket: "30 minutes",
+    },
+    Window {
+        ms: DAY_MS,
+        words: "last 24 h",
+        bucket_ms: HOUR_MS,
+        bucket: "hour",
+    },
+];
+
+fn window(samples: &[Sample], now: i64) -> &'static Window {
+    let first = samples.iter().map(|s| s.minute).min().unwrap_or(now);
+    WINDOWS
+        .iter()
+        .find(|w| now - first <= w.ms)
+        .unwrap_or(&WINDOWS[2])
+}
+
+fn legend(series: &[Series]) -> Vec<(&'static str, String)> {
+    series.iter().map(|s| (s.color, s.name.clone())).collect()
 }
 
 fn charts(samples: &[Sample], missed: &[(i64, i64)], now: i64) -> Vec<Chart> {
     let m = by_minute(samples);
-    let (from, to) = (now - DAY_MS, now);
+    let w = window(samples, now);
+    let (from, to) = (now - w.ms, now);
     let kinds: Vec<&str> = m
         .keys()
         .filter_map(|k| k.strip_prefix("notifications."))
@@ -96,66 +142,83 @@ fn charts(samples: &[Sample], missed: &[(i64, i64)], now: i64) -> Vec<Chart> {
         .enumerate()
         .map(|(i, k)| series(&m, &format!("notifications.{k}"), k, i, 1.0))
         .collect();
+    let since = |t: &i64| *t >= from;
+    let total_in = |name: &str| -> i64 {
+        m.get(name).map_or(0, |p| {
+            p.iter().filter(|(t, _)| since(t)).map(|(_, v)| v).sum()
+        })
+    };
     let notif_words = kinds
         .iter()
-        .map(|k| format!("{k}: {}", total(&m, &format!("notifications.{k}"))))
+        .map(|k| format!("{k}: {}", total_in(&format!("notifications.{k}"))))
         .collect::<Vec<_>>()
         .join(", ");
     let p99 = series(&m, "ack.p99_us", "p99", 1, 0.001);
     let p50 = series(&m, "ack.p50_us", "p50", 0, 0.001);
     let worst = m
         .get("ack.p99_us")
-        .and_then(|p| p.values().max())
+        .and_then(|p| p.iter().filter(|(t, _)| since(t)).map(|(_, v)| v).max())
         .map_or("none".into(), |v| format!("{:.2} ms", *v as f64 / 1000.0));
-    let mut hourly: BTreeMap<i64, f64> = BTreeMap::new();
+    let mut bucketed: BTreeMap<i64, f64> = BTreeMap::new();
     for (t, v) in m.get("decisions").into_iter().flatten() {
-        *hourly.entry(t - t.rem_euclid(HOUR_MS)).or_default() += *v as f64;
+        *bucketed.entry(t - t.rem_euclid(w.bucket_ms)).or_default() += *v as f64;
     }
-    let hour_from = from - from.rem_euclid(HOUR_MS);
-    let decisions: Vec<(i64, f64)> = hourly.into_iter().collect();
+    let bucket_from = from - from.rem_euclid(w.bucket_ms);
+    let decisions: Vec<(i64, f64)> = bucketed
+        .into_iter()
+        .filter(|(t, _)| since(&(t + w.bucket_ms)))
+        .collect();
     let missed_bars: Vec<(i64, f64)> = missed.iter().map(|(d, n)| (*d, *n as f64)).collect();
     let day_from = (now - 6 * DAY_MS) - (now - 6 * DAY_MS).rem_euclid(DAY_MS);
     let gauge = |name: &str| last(&m, name).map_or("no sample yet".into(), |v| v.to_string());
+    let span = w.words;
+    let jobs = [
+        series(&m, "jobs.pending", "pending", 0, 1.0),
+        series(&m, "jobs.dead", "dead", 1, 1.0),
+    ];
+    let backlog = [series(&m, "outbox.backlog", "events waiting", 0, 1.0)];
+    let oldest = [series(
+        &m,
+        "outbox.oldest_ms",
+        "oldest event's age",
+        3,
+        0.001,
+    )];
     vec![
         Chart {
-            title: "Notifications per minute, by kind (24 h)",
-            svg: lines("Notifications per minute by kind", "/min", from, to, &notif),
+            title: format!("Notifications per minute, by kind ({span})"),
+            svg: lines("Notifications per minute by kind", from, to, &notif),
+            legend: legend(&notif),
             summary: if notif_words.is_empty() {
-                "none in 24 h".into()
+                format!("none in the {span}")
             } else {
-                format!("in 24 h: {notif_words}")
+                format!("in the {span}: {notif_words}")
             },
         },
         Chart {
-            title: "Ack latency, p50 and p99 per minute (24 h)",
-            svg: lines("Ack latency", "ms", from, to, &[p50, p99]),
+            title: format!("Time to answer a notification, ms: p50 and p99 per minute ({span})"),
+            svg: lines(
+                "Ack latency in milliseconds",
+                from,
+                to,
+                &[p50.clone(), p99.clone()],
+            ),
+            legend: vec![
+                (p50.color, "p50: half answered faster".into()),
+                (p99.color, "p99: 99 in 100 answered faster".into()),
+            ],
             summary: format!("worst p99 in a minute: {worst}"),
         },
         Chart {
-            title: "Decisions per hour (24 h)",
-            svg: bars(
-                "Decisions per hour",
-                "/h",
-                hour_from,
-                to,
-                HOUR_MS,
-                &decisions,
-                false,
-            ),
-            summary: format!("{} in 24 h", total(&m, "decisions")),
+            title: format!("Decisions per {} ({span})", w.bucket),
+            svg: bars("Decisions", bucket_from, to, w.bucket_ms, &decisions, false),
+            legend: Vec::new(),
+            summary: format!("{} in the {span}", total_in("decisions")),
         },
         Chart {
-            title: "Jobs waiting and dead (24 h)",
-            svg: lines(
-                "Jobs pending and dead",
-                "jobs",
-                from,
-                to,
-                &[
-                    series(&m, "jobs.pending", "pending", 0, 1.0),
-                    series(&m, "jobs.dead", "dead", 1, 1.0),
-                ],
-            ),
+            title: format!("Jobs pending and dead ({span})"),
+            svg: lines("Jobs pending and dead", from, to, &jobs),
+            legend: legend(&jobs),
             summary: format!(
                 "now: {} pending, {} dead",
                 gauge("jobs.pending"),
@@ -163,25 +226,15 @@ fn charts(samples: &[Sample], missed: &[(i64, i64)], now: i64) -> Vec<Chart> {
             ),
         },
         Chart {
-            title: "Outbox: events waiting (24 h)",
-            svg: lines(
-                "Outbox backlog",
-                "events",
-                from,
-                to,
-                &[series(&m, "outbox.backlog", "backlog", 0, 1.0)],
-            ),
+            title: format!("Outbox: events waiting ({span})"),
+            svg: lines("Outbox backlog", from, to, &backlog),
+            legend: Vec::new(),
             summary: format!("now: {} waiting", gauge("outbox.backlog")),
         },
         Chart {
-            title: "Outbox: age of the oldest event waiting (24 h)",
-            svg: lines(
-                "Oldest event waiting",
-                "s",
-                from,
-                to,
-                &[series(&m, "outbox.oldest_ms", "oldest", 3, 0.001)],
-            ),
+            title: format!("Outbox: age of the oldest event waiting, seconds ({span})"),
+            svg: lines("Oldest event waiting, in seconds", from, to, &oldest),
+            legend: Vec::new(),
             summary: format!(
                 "now: {}",
                 last(&m, "outbox.oldest_ms")
@@ -189,16 +242,16 @@ fn charts(samples: &[Sample], missed: &[(i64, i64)], now: i64) -> Vec<Chart> {
             ),
         },
         Chart {
-            title: "Missed notifications per day (7 days)",
+            title: "Missed notifications per day (7 days)".into(),
             svg: bars(
                 "Missed notifications per day",
-                "/day",
                 day_from,
                 day_from + 7 * DAY_MS,
                 DAY_MS,
                 &missed_bars,
                 true,
             ),
+            legend: Vec::new(),
             summary: format!("{} in 7 days", missed.iter().map(|(_, n)| n).sum::<i64>()),
         },
     ]
@@ -214,23 +267,28 @@ pub async fn page(
     let (api, api_ok) = match &health.last_api_call {
         Some(f) => (
             Some(format!(
-                "last call {} {} answered {} at {}",
+                "last call {} {} answered {}{}, {}",
                 f.endpoint,
                 f.resource_id,
                 if f.status == 0 {
-                    "nothing".into()
+                    "nothing (timed out or unreachable)".into()
                 } else {
                     f.status.to_string()
                 },
-                f.at
+                if platform_at_fault(f.status) || (200..300).contains(&f.status) {
+                    ""
+                } else {
+                    " (about what was asked, not a fault of the platform)"
+                },
+                when(&f.at, now)
             )),
-            (200..300).contains(&f.status),
+            !platform_at_fault(f.status),
         ),
         None => (None, true),
     };
     let (merchant, merchant_ok) = match (&health.merchant_failing, &health.last_delivered_at) {
         (Some(e), _) => (format!("failing: {e}"), false),
-        (None, Some(at)) => (format!("last event delivered at {at}"), true),
+        (None, Some(at)) => (format!("last event delivered {}", when(at, now)), true),
         (None, None) if s.store.delivers_events() => ("nothing delivered yet".into(), true),
         (None, None) => ("no [fulfillment] url: events are only stored".into(), true),
     };
@@ -241,8 +299,8 @@ pub async fn page(
             let st = status.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let pass = match (&st.last_pass_at, &st.last_report) {
                 (Some(at), Some(r)) => format!(
-                    "last pass at {}: {} changes listed, {} known, {} waiting, {} missed",
-                    pointhook_common::clock::rfc3339(*at),
+                    "last pass {}: {} changes listed, {} known, {} waiting, {} missed",
+                    when(&pointhook_common::clock::rfc3339(*at), now),
                     r.found,
                     r.known,
                     r.waiting,
@@ -275,4 +333,74 @@ pub async fn page(
         reconcile_ok,
         charts: charts(&samples, &missed, now),
     }))
+}
+
+/// Whether the platform's answer is its own failure: nothing (a timeout,
+/// a refused connection), a server error, or a token it refuses. A 404 for
+/// an id it does not know, or a 400 about what was asked, is not.
+fn platform_at_fault(status: i64) -> bool {
+    matches!(status, 0 | 401 | 403 | 429) || status >= 500
+}
+
+/// A stored time for a person: to the minute, in UTC said so, and how long
+/// ago ("2026-11-28 09:53 UTC, 3 min ago").
+fn when(at: &str, now: i64) -> String {
+    let Ok(t) = at.parse::<jiff::Timestamp>() else {
+        return at.to_string();
+    };
+    let ms = t.as_millisecond();
+    let ago = (now - ms).max(0) / 1000;
+    let ago = match ago {
+        s if s < 60 => "just now".to_string(),
+        s if s < 3600 => format!("{} min ago", s / 60),
+        s if s < 2 * 86_400 => format!("{} h ago", s / 3600),
+        s => format!("{} days ago", s / 86_400),
+    };
+    format!("{} UTC, {ago}", t.strftime("%Y-%m-%d %H:%M"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_to_the_minute_labelled_and_relative() {
+        let now = "2026-11-28T10:00:00Z"
+            .parse::<jiff::Timestamp>()
+            .unwrap()
+            .as_millisecond();
+        assert_eq!(
+            when("2026-11-28T09:56:59.123Z", now),
+            "2026-11-28 09:56 UTC, 3 min ago"
+        );
+        assert_eq!(
+            when("2026-11-28T09:59:30Z", now),
+            "2026-11-28 09:59 UTC, just now"
+        );
+    }
+
+    #[test]
+    fn the_platform_is_at_fault_only_for_its_own_failures() {
+        for s in [0, 401, 403, 429, 500, 503] {
+            assert!(platform_at_fault(s), "{s}");
+        }
+        for s in [200, 400, 404] {
+            assert!(!platform_at_fault(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn the_window_fits_a_young_instance() {
+        let now = 10 * DAY_MS;
+        let at = |minute: i64| Sample {
+            instance: "a".into(),
+            minute,
+            series: "decisions".into(),
+            value: 1,
+        };
+        assert_eq!(window(&[at(now - 20 * MINUTE_MS)], now).words, "last hour");
+        assert_eq!(window(&[at(now - 2 * HOUR_MS)], now).words, "last 6 h");
+        assert_eq!(window(&[at(now - 20 * HOUR_MS)], now).words, "last 24 h");
+        assert_eq!(window(&[], now).words, "last hour");
+    }
 }

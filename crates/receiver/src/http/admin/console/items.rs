@@ -366,6 +366,8 @@ pub async fn review(
 pub struct AuditQuery {
     actor: Option<String>,
     item: Option<String>,
+    /// `hide`: leave out the messages sent to alert channels.
+    alerts: Option<String>,
     before: Option<String>,
 }
 
@@ -375,6 +377,7 @@ struct AuditPage {
     chrome: Chrome,
     actor: String,
     item: String,
+    hide_alerts: bool,
     rows: Vec<AuditView>,
     next: Option<String>,
 }
@@ -385,16 +388,22 @@ pub async fn audit(
     Query(q): Query<AuditQuery>,
 ) -> Result<Response, HtmlError> {
     let before = given(&q.before).map(|b| number(&b)).transpose()?;
+    let hide_alerts = given(&q.alerts).as_deref() == Some("hide");
     let rows = s
         .store
         .audit(AuditFilter {
             item: given(&q.item),
             actor: given(&q.actor),
+            without_alerts: hide_alerts,
             before,
             limit: 50,
         })
         .await?;
-    let filters = [("actor", given(&q.actor)), ("item", given(&q.item))];
+    let filters = [
+        ("actor", given(&q.actor)),
+        ("item", given(&q.item)),
+        ("alerts", hide_alerts.then(|| "hide".to_string())),
+    ];
     let next = (rows.len() == 50)
         .then(|| {
             rows.last()
@@ -405,6 +414,7 @@ pub async fn audit(
         chrome: Chrome::new(&s, &op, "audit", None).await?,
         actor: given(&q.actor).unwrap_or_default(),
         item: given(&q.item).unwrap_or_default(),
+        hide_alerts,
         rows,
         next,
     }))

@@ -8,6 +8,7 @@
 //! - `inbox.rs`: `/`, what needs a person; dead jobs grouped by cause.
 //! - `orders.rs`: `/orders`, `/orders/{id}` (the timeline), `/search`.
 //! - `items.rs`: lists and pages of deliveries, jobs, events, reviews, the audit.
+//! - `reviews.rs`: `/fraud-reviews`, every review, held or decided.
 //! - `act.rs`: the actions.
 //! - `destinations.rs`: `/destinations`, enable and recover.
 //! - `health.rs`, `charts.rs`: `/health` and its SVG charts.
@@ -19,6 +20,7 @@ mod health;
 mod inbox;
 mod items;
 mod orders;
+mod reviews;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -46,6 +48,7 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/jobs/{id}", get(items::job))
         .route("/events", get(items::events))
         .route("/events/{id}", get(items::event))
+        .route("/fraud-reviews", get(reviews::list))
         .route("/fraud-reviews/{id}", get(items::review))
         .route("/audit", get(items::audit))
         .route("/destinations", get(destinations::list))
@@ -60,6 +63,7 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/jobs/retry-group", post(act::retry_group))
         .route("/events/{id}/redeliver", post(act::redeliver))
         .route("/acknowledge", post(act::acknowledge))
+        .route("/acknowledge/missed", post(act::acknowledge_missed))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
 }
 
