@@ -25,7 +25,6 @@ mod destinations;
 mod enums;
 mod errors;
 mod events;
-mod inspect;
 mod leader;
 mod listen;
 mod maintenance;
@@ -227,6 +226,11 @@ impl PgStore {
             return b.ask(channel);
         }
         self.wake_now(channel).await;
+    }
+
+    /// Tells the other instances a job may be due (a person's retry).
+    pub async fn wake_jobs(&self) {
+        self.wake(Channel::Jobs).await;
     }
 
     /// Sends on `channel` through the pool, now: for what happens as this

@@ -23,7 +23,6 @@ mod deliveries;
 mod destinations;
 mod events;
 mod files;
-mod inspect;
 mod jobs;
 mod maintenance;
 mod migrations;

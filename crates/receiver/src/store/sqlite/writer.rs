@@ -452,7 +452,6 @@ mod tests {
         conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
         conn.execute_batch("CREATE TABLE t (v BLOB)").unwrap();
         let wal = WalLength::watch(&conn);
-        let conn = Mutex::new(conn);
         for _ in 0..50 {
             conn.execute("INSERT INTO t VALUES (zeroblob(8000))", [])
                 .unwrap();
