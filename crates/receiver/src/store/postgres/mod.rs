@@ -15,10 +15,6 @@
 //! - Migrations are applied once, under an advisory lock (`schema.rs`).
 
 mod alerts;
-mod console;
-mod console_lists;
-mod console_reads;
-mod console_timeline;
 pub(super) mod copy;
 mod decisions;
 mod destinations;
@@ -28,9 +24,7 @@ mod events;
 mod leader;
 mod listen;
 mod maintenance;
-mod order_reads;
 mod prepared;
-mod reads;
 mod reviews;
 mod schema;
 mod tls;
