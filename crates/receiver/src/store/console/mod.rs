@@ -305,3 +305,7 @@ impl Store {
             .await
     }
 }
+
+#[cfg(test)]
+#[path = "lists_tests.rs"]
+mod lists_tests;
