@@ -6,6 +6,7 @@
 //! invariants (ARCHITECTURE.md); `model` and `views` are what goes in and
 //! comes out, with no database type in them.
 
+mod admin_reads;
 pub mod alert_views;
 pub mod console_views;
 pub mod copy;
@@ -232,6 +233,7 @@ mod alerts;
 mod console;
 mod inspect;
 mod maintenance;
+mod order_reads;
 mod outbox;
 mod reconcile;
 mod reviews;

@@ -113,7 +113,7 @@ impl Store {
 
     /// An event, with each destination's attempts and state.
     pub async fn get_event(&self, id: String) -> Result<Option<EventDetail>, StoreError> {
-        let Some(mut detail) = on!(self, b => b.get_event(id.clone()).await)? else {
+        let Some(mut detail) = self.event(id.clone()).await? else {
             return Ok(None);
         };
         detail.destinations = on!(self, b => b.event_deliveries(id).await)?;
@@ -123,7 +123,7 @@ impl Store {
     /// Sends an event again, with the same id, to every destination that
     /// takes it now (and any it was queued for). `false`: no such event.
     pub async fn redeliver_event(&self, id: String, now: i64) -> Result<bool, StoreError> {
-        let Some(event) = on!(self, b => b.get_event(id.clone()).await)? else {
+        let Some(event) = self.event(id.clone()).await? else {
             return Ok(false);
         };
         let rules = &self.inner.rules;

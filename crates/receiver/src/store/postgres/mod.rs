@@ -15,22 +15,15 @@
 //! - Migrations are applied once, under an advisory lock (`schema.rs`).
 
 mod alerts;
-mod console;
-mod console_lists;
-mod console_reads;
-mod console_timeline;
 pub(super) mod copy;
 mod decisions;
 mod destinations;
 mod enums;
 mod errors;
 mod events;
-mod inspect;
 mod leader;
 mod listen;
-mod order_reads;
 mod prepared;
-mod reads;
 mod reviews;
 mod schema;
 mod tls;
@@ -230,6 +223,11 @@ impl PgStore {
             return b.ask(channel);
         }
         self.wake_now(channel).await;
+    }
+
+    /// Tells the other instances a job may be due (a person's retry).
+    pub async fn wake_jobs(&self) {
+        self.wake(Channel::Jobs).await;
     }
 
     /// Sends on `channel` through the pool, now: for what happens as this

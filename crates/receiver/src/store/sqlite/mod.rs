@@ -12,22 +12,15 @@
 //! never wait (WAL), and a write is one short transaction of its own that
 //! waits for the server's writer for up to 5 seconds.
 
-pub(super) mod admin;
-mod console;
-mod console_lists;
-mod console_reads;
-mod console_timeline;
 pub(super) mod copy;
 mod decisions;
 mod deliveries;
 mod destinations;
 mod events;
 mod files;
-mod inspect;
 mod jobs;
 mod maintenance;
 mod migrations;
-mod order_reads;
 mod reviews;
 mod space;
 mod sql_enum;

@@ -1,19 +1,28 @@
-//! An order as the admin API and `orders show` read it: its state, the
-//! notifications, API calls, decisions (with their reasons) and events
-//! about it.
+//! An order as the admin API and `orders show` read it, on either
+//! backend: its state, the notifications, API calls, decisions (with their
+//! reasons) and events about it.
 
-use deadpool_postgres::Client;
-
-use super::reads::{
-    DELIVERY_COLUMNS, EVENT_COLUMNS, delivery_summary, event_summary, fetches_of, ts,
+use super::StoreError;
+use super::admin_reads::{
+    DELIVERY_COLUMNS, EVENT_COLUMNS, delivery_summary, event_order, event_summary, fetches_of, ts,
 };
-use crate::store::StoreError;
-use crate::store::console_views::event_data;
-use crate::store::views::{DecisionView, OrderView, order_kind};
+use super::console_views::event_data;
+use super::sql::{Conn, sql};
+use super::views::{DecisionView, OrderView, order_kind};
 use pointhook_common::clock::rfc3339;
 
-pub async fn get_order(
-    c: &Client,
+type StateRow = (
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
+/// A merchant order's state and its history. `None` when nothing is known
+/// of it.
+pub(super) async fn get_order(
+    c: &Conn<'_>,
     account: &str,
     order: &str,
 ) -> Result<Option<OrderView>, StoreError> {
@@ -21,11 +30,14 @@ pub async fn get_order(
     // history, under its own subject and endpoint.
     let kind = order_kind(order);
     let subject = format!("{kind}:{order}");
-    let state = c
+    let state: Option<StateRow> = c
         .query_opt(
-            "SELECT total_amount, paid_amount, released_at, blocked_at, at_risk_at FROM orders
-             WHERE account = $1 AND order_id = $2",
+            sql!(
+                "SELECT total_amount, paid_amount, released_at, blocked_at, at_risk_at FROM orders
+                 WHERE account = $1 AND order_id = $2"
+            ),
             &[&account, &order],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )
         .await?;
     // The jobs that touched the order: its own, those that fetched it, and
@@ -45,47 +57,37 @@ pub async fn get_order(
                  ORDER BY d.id DESC LIMIT 200"
             ),
             &[&account, &order],
+            delivery_summary,
         )
-        .await?
-        .iter()
-        .map(delivery_summary)
-        .collect::<Result<Vec<_>, _>>()?;
+        .await?;
     let fetches = fetches_of(c, &format!("job_id IN ({related})"), &[&account, &order]).await?;
+    let seq = event_order(c);
     let events = c
         .query(
             &format!(
                 "SELECT {EVENT_COLUMNS} FROM events
                  WHERE account = $1 AND (subject = $3 OR job_id IN ({related}))
-                 ORDER BY created_at, seq"
+                 ORDER BY created_at, {seq}"
             ),
             &[&account, &order, &subject],
+            event_summary,
         )
-        .await?
-        .iter()
-        .map(event_summary)
-        .collect::<Result<Vec<_>, _>>()?;
+        .await?;
     if state.is_none() && deliveries.is_empty() && events.is_empty() {
         return Ok(None);
     }
     let decision = c
         .query_opt(
-            "SELECT event_type FROM decisions WHERE account = $1 AND subject = $2 AND event_id IS NOT NULL
-             ORDER BY id DESC LIMIT 1",
+            sql!(
+                "SELECT event_type FROM decisions
+                 WHERE account = $1 AND subject = $2 AND event_id IS NOT NULL
+                 ORDER BY id DESC LIMIT 1"
+            ),
             &[&account, &subject],
+            |r| r.get::<String>(0),
         )
-        .await?
-        .map(|r| r.try_get::<_, String>(0))
-        .transpose()?;
-    let (total, paid, released, blocked, at_risk) = match &state {
-        Some(r) => (
-            r.try_get(0)?,
-            r.try_get(1)?,
-            r.try_get::<_, Option<i64>>(2)?,
-            r.try_get::<_, Option<i64>>(3)?,
-            r.try_get::<_, Option<i64>>(4)?,
-        ),
-        None => Default::default(),
-    };
+        .await?;
+    let (total, paid, released, blocked, at_risk) = state.unwrap_or_default();
     let decisions = decisions(c, account, &subject).await?;
     Ok(Some(OrderView {
         account: account.to_string(),
@@ -107,30 +109,31 @@ pub async fn get_order(
 
 /// The decisions about `subject`, oldest first, each with its reason.
 pub(super) async fn decisions(
-    c: &Client,
+    c: &Conn<'_>,
     account: &str,
     subject: &str,
 ) -> Result<Vec<DecisionView>, StoreError> {
     c.query(
-        "SELECT d.id, d.subject, d.key, d.event_type, d.event_id, d.job_id, d.created_at, e.body, d.reason
+        sql!(
+            "SELECT d.id, d.subject, d.key, d.event_type, d.event_id, d.job_id, d.created_at,
+                    e.body, d.reason
              FROM decisions d LEFT JOIN events e ON e.id = d.event_id
-             WHERE d.account = $1 AND d.subject = $2 ORDER BY d.id LIMIT 200",
+             WHERE d.account = $1 AND d.subject = $2 ORDER BY d.id LIMIT 200"
+        ),
         &[&account, &subject],
+        |r| {
+            Ok(DecisionView {
+                id: r.get(0)?,
+                subject: r.get(1)?,
+                key: r.get(2)?,
+                event_type: r.get(3)?,
+                event_id: r.get(4)?,
+                job_id: r.get(5)?,
+                created_at: rfc3339(r.get(6)?),
+                data: event_data(r.get(7)?),
+                reason: r.get(8)?,
+            })
+        },
     )
-    .await?
-    .iter()
-    .map(|r| {
-        Ok(DecisionView {
-            id: r.try_get(0)?,
-            subject: r.try_get(1)?,
-            key: r.try_get(2)?,
-            event_type: r.try_get(3)?,
-            event_id: r.try_get(4)?,
-            job_id: r.try_get(5)?,
-            created_at: rfc3339(r.try_get(6)?),
-            data: event_data(r.try_get(7)?),
-            reason: r.try_get(8)?,
-        })
-    })
-    .collect()
+    .await
 }
