@@ -1,5 +1,5 @@
-//! How long a live sale waits behind a flood or a backlog (DESIGN section
-//! 1), measured with the release binaries and the default configuration
+//! How long a live sale waits behind a flood or a backlog,
+//! measured with the release binaries and the default configuration
 //! (`sample-config.toml`, with a `[fulfillment] url` added so events reach
 //! a merchant endpoint this example serves):
 //!

@@ -1,5 +1,5 @@
-//! What one request may cost is bounded, whatever it sends (DESIGN section
-//! 2): what it stores, what its connection buffers; and what is stored is
+//! What one request may cost is bounded, whatever it sends:
+//! what it stores, what its connection buffers; and what is stored is
 //! its owner's only.
 
 use serde_json::json;

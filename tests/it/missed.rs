@@ -1,4 +1,4 @@
-//! Missed means missed (DESIGN section 9): a change whose notification
+//! Missed means missed: a change whose notification
 //! arrived is not counted missed even when its job died, the sweeper never
 //! erases a dead job's attempts or error, and a change the platform made
 //! after the death is the sweeper's new work, recorded beside the old.

@@ -1,4 +1,4 @@
-//! A live sale never waits behind a flood or a backlog (DESIGN section 1):
+//! A live sale never waits behind a flood or a backlog:
 //! the order the worker takes jobs in, and what a new delivery gives a job
 //! an earlier one left pending.
 

@@ -21,7 +21,7 @@ fn vectors(file: &str) -> Value {
 
 /// Posts every vector of `file` to an app whose account holds the vector's
 /// secret and tolerance; `lenient` are those pointhook accepts on purpose
-/// although the file says invalid (DESIGN section 2).
+/// although the file says invalid.
 async fn vectors_over_http(file: &str, lenient: &[&str]) {
     let doc = vectors(file);
     for v in doc["vectors"].as_array().unwrap() {

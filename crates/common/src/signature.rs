@@ -1,4 +1,4 @@
-//! The `x-signature` check of webhooks (DESIGN section 2).
+//! The `x-signature` check of webhooks.
 //!
 //! `x-signature: ts=…,v1=…` is a hex HMAC-SHA256, with one of the account's
 //! secrets, of the manifest `id:{data.id};request-id:{x-request-id};ts:{ts};`
@@ -296,7 +296,7 @@ mod tests {
 
     /// The official validators' own test cases (and cases derived from
     /// their code), where pointhook answers as they do, except for what
-    /// DESIGN section 2 accepts on purpose: a `data.id` signed lowercased,
+    /// The check accepts on purpose: a `data.id` signed lowercased,
     /// and `ts` in milliseconds.
     #[test]
     fn the_official_validators_vectors() {

@@ -1,4 +1,4 @@
-//! What a person may do (DESIGN section 10): confirm or dismiss a held
+//! What a person may do: confirm or dismiss a held
 //! fraud review, run dead jobs again, send an event again, acknowledge an
 //! item, enable or recover a destination (`destinations.rs`), cancel or
 //! refund an order of the Orders API (`platform_orders.rs`). The console,

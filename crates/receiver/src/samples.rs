@@ -1,5 +1,5 @@
-//! Once a minute, what the console's health charts draw (DESIGN section
-//! 10): notifications by kind and ack latency from this process's own
+//! Once a minute, what the console's health charts draw:
+//! notifications by kind and ack latency from this process's own
 //! counters (read from the metrics, so the ack path pays nothing more),
 //! and the store's backlog, dead jobs, outbox and decisions. Each instance
 //! writes its own rows; the charts add the counts up and take the largest

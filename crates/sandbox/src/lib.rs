@@ -1,5 +1,4 @@
-//! The sandbox: a local emulator of the notification service (DESIGN
-//! section 7). It serves the platform's resources API, a control API under
+//! The sandbox: a local emulator of the notification service. It serves the platform's resources API, a control API under
 //! `/sandbox/…` to create and change resources, and dispatches IPNs and
 //! webhooks on the platform's retry schedule, scaled by `time_scale`.
 //!

@@ -1,4 +1,4 @@
-//! Telling a person (DESIGN section 11): the channels of `[[alerts]]`
+//! Telling a person: the channels of `[[alerts]]`
 //! (`email.rs` through `[smtp]`, `webhook.rs` for chat tools), the message
 //! each gets (`outgoing.rs`, with a link into the console), what needs a
 //! person read from the store (`facts.rs`), and the alerter that asks

@@ -1,4 +1,4 @@
-//! Telling a person (DESIGN section 11): `[[alerts]]` channels (`kind =
+//! Telling a person: `[[alerts]]` channels (`kind =
 //! "email"` with `to`, through `[smtp]`; `kind = "webhook"` with `url`),
 //! `[smtp]`, the thresholds of `[alert_rules]`, and each account's
 //! `expect_notifications_within_secs`; checked as written with the key
@@ -56,7 +56,7 @@ pub struct SmtpConfig {
     pub password_file: Option<PathBuf>,
 }
 
-/// `[alert_rules]`: when a person is told (DESIGN section 11's table).
+/// `[alert_rules]`: when a person is told (the table in docs/operations.md).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AlertRulesConfig {

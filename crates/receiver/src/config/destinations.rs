@@ -1,4 +1,4 @@
-//! `[[destinations]]` (DESIGN section 5): the merchant's systems that are
+//! `[[destinations]]`: the merchant's systems that are
 //! told events, each with its URL, its Standard Webhooks secrets, the event
 //! types and accounts it takes, and its own queue's settings. `[fulfillment]`
 //! is the short form of one destination named `default`.

@@ -254,7 +254,7 @@ impl Default for WorkerConfig {
 }
 
 /// The sweeper that finds what changed on the platform with no
-/// notification (DESIGN section 9).
+/// notification.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReconcileConfig {

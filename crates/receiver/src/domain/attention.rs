@@ -1,5 +1,5 @@
-//! What needs a person, as facts read from the store and the process (DESIGN
-//! sections 10 and 11), and the incidents that tell of them: `rules::alerts`
+//! What needs a person, as facts read from the store and the process,
+//! and the incidents that tell of them: `rules::alerts`
 //! turns the one into the other; the alerter sends and records what it says.
 
 use strum::{EnumIter, EnumString, IntoStaticStr};

@@ -7,7 +7,7 @@ use strum::{EnumIter, EnumString, IntoStaticStr};
 
 use super::ids::MerchantOrderId;
 
-/// Every event pointhook tells the merchant (DESIGN section 5).
+/// Every event pointhook tells the merchant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
 pub enum EventType {
     #[strum(serialize = "order.released")]

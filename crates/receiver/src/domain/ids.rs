@@ -1,5 +1,5 @@
 //! Typed ids of the platform's resources. Each kind has its own character
-//! set (DESIGN section 2): digits for payments, merchant orders and
+//! set: digits for payments, merchant orders and
 //! chargebacks; letters, digits, `-` and `_` for payment intents; anything
 //! printable for what we only record. An id is checked once, where it
 //! enters (a request, an API answer), and the type then says which path it

@@ -117,7 +117,7 @@ pub enum JobState {
     Dead = 3,
 }
 
-/// Which queue a pending job waits in (DESIGN section 1): a notification
+/// Which queue a pending job waits in: a notification
 /// that just arrived is worked before the backlog, newest first; the
 /// backlog (retries, reconciliation, a run interrupted) keeps a bounded
 /// share, oldest first, so nothing starves.

@@ -60,7 +60,7 @@ impl Work {
         }
     }
 
-    /// The coalescing key within an account (DESIGN section 3). Every
+    /// The coalescing key within an account. Every
     /// notification of one intent shares a key: none of them decides, each
     /// only asks for the intent to be fetched again.
     pub fn job_key(&self) -> String {

@@ -2,7 +2,7 @@
 //! notification, the resource it names and the work it asks for. Pure: no
 //! I/O, no clock, so every shape the platform sends is unit-tested here.
 //!
-//! Tolerant by design (DESIGN section 2): ids come as numbers or strings,
+//! Tolerant by design: ids come as numbers or strings,
 //! numbers may have leading zeros, unknown fields are ignored, an IPN body
 //! is never validated, and a well-formed notification of a topic nothing
 //! acts on is `work: None` (stored and answered 200, so that the platform

@@ -1,6 +1,6 @@
 //! The notification endpoint: read the body (bounded in size and time),
 //! pick the account, classify, check the signature, persist, and only then
-//! answer 200 (DESIGN sections 1 and 2).
+//! answer 200.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

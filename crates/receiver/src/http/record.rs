@@ -1,5 +1,5 @@
 //! What of a request is kept with its delivery, and the bounds that keep one
-//! request's cost small whatever it sends (DESIGN section 2): the query and
+//! request's cost small whatever it sends: the query and
 //! each kept header have a cap (past it the request is refused: nothing the
 //! platform sends comes near), a body nothing reads again is kept only up to
 //! a prefix with its full length and SHA-256, and the texts taken from a

@@ -1,4 +1,4 @@
-//! The gauges of what needs a person (DESIGN section 11), read at scrape
+//! The gauges of what needs a person, read at scrape
 //! time: `pointhook_attention_items{kind}` for each kind of item the
 //! console's inbox shows, and the gauge behind each alert (held reviews,
 //! events given up, how long a destination has failed, seconds since each

@@ -1,4 +1,4 @@
-//! Reconciliation (DESIGN section 9): notifications get lost, so a sweeper
+//! Reconciliation: notifications get lost, so a sweeper
 //! asks the platform what changed lately and enqueues, for each change
 //! pointhook does not know, the job its notification would have made
 //! (`pass`). `pointhook reconcile` runs the same pass over a window given.

@@ -1,4 +1,4 @@
-//! When a person is told (DESIGN section 11): which facts need a person
+//! When a person is told: which facts need a person
 //! (`attention`, with the thresholds of `[alert_rules]`), and, against the
 //! incidents told of already, what to open, send and resolve (`plan`):
 //! once per incident, at once for what puts money or goods at stake, dead

@@ -1,4 +1,4 @@
-//! Payment intents (DESIGN section 4): decided from the intent and the
+//! Payment intents: decided from the intent and the
 //! payment as the API reports them, never from a notification's body.
 
 use pointhook_common::money::Money;

@@ -1,5 +1,5 @@
-//! The business rules, as pure functions over domain types (DESIGN
-//! section 4): no I/O, no clock, no wire format, so every row of every
+//! The business rules, as pure functions over domain types:
+//! no I/O, no clock, no wire format, so every row of every
 //! table is a unit test. Each rule also says which decisions it leads to
 //! (event, key, guards, marks) and why, in words a person reads; the worker
 //! only fetches and performs the steps it is given, the store only records

@@ -1,4 +1,4 @@
-//! Which destinations an event goes to (DESIGN section 5): every one
+//! Which destinations an event goes to: every one
 //! whose types and accounts take it, from the routing table fixed when the
 //! store opens. The kernel asks this for each event it queues.
 

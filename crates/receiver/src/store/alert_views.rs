@@ -1,4 +1,4 @@
-//! What the alerter writes and reads (DESIGN section 11): one round's
+//! What the alerter writes and reads: one round's
 //! incidents opened, told and resolved, and the counts of what needs a
 //! person that `/metrics` shows. Backend-neutral, as `views`.
 

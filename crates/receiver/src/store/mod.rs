@@ -392,8 +392,8 @@ impl Store {
     }
 
     /// Leases up to `limit` due jobs: the newest of the live lane first,
-    /// but one slot in `BACKLOG_TURN` goes to the oldest due job of all
-    /// (DESIGN section 1). With fewer, tells when the next is due (in the
+    /// but one slot in `BACKLOG_TURN` goes to the oldest due job of all.
+    /// With fewer, tells when the next is due (in the
     /// same statement on PostgreSQL).
     pub async fn lease_jobs(
         &self,

@@ -247,8 +247,8 @@ pub struct EventOutcome {
     pub attempted: Attempted,
 }
 
-/// What the answers of one batch say of its destination (DESIGN section
-/// 5): the store records its health with the outcomes.
+/// What the answers of one batch say of its destination:
+/// the store records its health with the outcomes.
 #[derive(Debug, Clone)]
 pub struct BatchHealth {
     /// When the batch's answers came (unix ms).

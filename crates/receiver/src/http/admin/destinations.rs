@@ -1,5 +1,5 @@
 //! `/api/destinations`: each destination's state, backlog and oldest
-//! event; enable, disable, and recover since a time (DESIGN section 5).
+//! event; enable, disable, and recover since a time.
 //!
 //! - `GET  /api/destinations`, `GET /api/destinations/{name}`
 //! - `POST /api/destinations/{name}/enable`

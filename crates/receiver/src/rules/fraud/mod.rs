@@ -1,4 +1,4 @@
-//! Fraud alerts (DESIGN section 4) as a typed plan. `next` looks at what
+//! Fraud alerts as a typed plan. `next` looks at what
 //! the saga has learnt so far and answers the one step to take; the worker
 //! performs it (an API call, or a durable record), tells the saga what came
 //! of it, and asks again, until a `Finish`.

@@ -26,7 +26,7 @@ const DEAD: i16 = JobState::Dead as i16;
 const LIVE: i16 = Lane::Live as i16;
 const BACKLOG: i16 = Lane::Backlog as i16;
 
-/// How a new job coalesces with the one there is (DESIGN section 3): the
+/// How a new job coalesces with the one there is: the
 /// same rules as the SQLite backend's.
 fn on_conflict() -> String {
     format!(

@@ -1,4 +1,4 @@
-//! Deliveries and the coalesced jobs they feed (DESIGN section 3).
+//! Deliveries and the coalesced jobs they feed.
 //!
 //! A delivery is every accepted request, kept byte for byte. Its fingerprint
 //! only marks it `duplicate_of` an earlier one: it never suppresses work,

@@ -1,4 +1,4 @@
-//! Job leasing and completion (DESIGN section 3). A job is leased for a
+//! Job leasing and completion. A job is leased for a
 //! while and the lease renewed as it runs; on start-up the leases of an
 //! earlier process are released (one process owns the SQLite file). A job
 //! finishes in one of three ways, each in one transaction: done (with its

@@ -1,4 +1,4 @@
-//! Fraud alerts a person must see (DESIGN section 4): held ones, listed,
+//! Fraud alerts a person must see: held ones, listed,
 //! confirmed (the alert's job runs again and the cancel or refund goes
 //! ahead) or dismissed (the alert's block is lifted, `fraud_alert.dismissed`
 //! is told, and the order's release rule runs again); rejected ones, kept

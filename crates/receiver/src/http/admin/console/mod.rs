@@ -1,4 +1,4 @@
-//! The operator console (DESIGN section 10): server-rendered pages
+//! The operator console: server-rendered pages
 //! (askama templates under `templates/console/`, escaped by the engine),
 //! working without JavaScript, behind a signed-in session. Each page is a
 //! GET; each action a POST form to the item's own path, carrying the

@@ -410,7 +410,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX events_reference ON events (json_extract(body, '$.data.external_reference'))
         WHERE json_extract(body, '$.data.external_reference') IS NOT NULL;
     "#,
-    // 13: what a person was told (DESIGN section 11): an incident per
+    // 13: what a person was told: an incident per
     // thing that needs a person, open until it is dealt with, so each is
     // told once however many instances or restarts; resolved ones are
     // kept a while (when a digest last went, what was told).
