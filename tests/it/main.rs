@@ -42,6 +42,7 @@ mod robustness;
 mod sdk_orders;
 mod signatures;
 mod smtp;
+mod strangers;
 mod store;
 mod tools;
 mod triggers;
