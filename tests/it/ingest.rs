@@ -423,8 +423,14 @@ async fn numeric_ids_are_read_as_the_platform_reads_them() {
         ]
     );
     for (query, says) in [
-        ("topic=payment&id=9223372036854775808", "larger than the platform's ids"),
-        ("topic=chargebacks&id=99999999999999999999", "larger than the platform's ids"),
+        (
+            "topic=payment&id=9223372036854775808",
+            "larger than the platform's ids",
+        ),
+        (
+            "topic=chargebacks&id=99999999999999999999",
+            "larger than the platform's ids",
+        ),
         ("topic=payment&id=000", "is zero"),
     ] {
         let (status, body) = answer(app.post(query, &[], None).await).await;

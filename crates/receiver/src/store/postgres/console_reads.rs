@@ -169,7 +169,7 @@ pub async fn inbox(c: &Client, limit: i64) -> Result<Inbox, StoreError> {
 pub async fn detail(c: &Client, review: ReviewView) -> Result<ReviewDetail, StoreError> {
     let notifications = alert_deliveries(c, &review.account, &review.job_key).await?;
     let payment = match &review.payment_id {
-        Some(p) => payment_seen(c, &review.account, p).await?,
+        Some(p) => payment_seen(c, &review.account, p, &review.alert).await?,
         None => None,
     };
     let order = match &review.merchant_order_id {
@@ -202,18 +202,24 @@ pub async fn alert_deliveries(
     )
 }
 
+/// The payment as the latest event about it told it, or as the alert's
+/// hold read it (`fraud_alert.unverified` keeps its status and amount),
+/// whichever is newer.
 pub async fn payment_seen(
     c: &Client,
     account: &str,
     payment: &str,
+    alert: &str,
 ) -> Result<Option<PaymentSeen>, StoreError> {
     let row = c
         .query_opt(
             "SELECT body, created_at FROM events
-             WHERE account = $1 AND subject = 'payment:' || $2
-               AND type IN ('payment.updated', 'payment.cancelled', 'payment.refunded')
+             WHERE account = $1
+               AND ((subject = 'payment:' || $2
+                     AND type IN ('payment.updated', 'payment.cancelled', 'payment.refunded'))
+                    OR (subject = $3 AND type = 'fraud_alert.unverified'))
              ORDER BY seq DESC LIMIT 1",
-            &[&account, &payment],
+            &[&account, &payment, &alert],
         )
         .await?;
     let Some(row) = row else {
@@ -223,7 +229,11 @@ pub async fn payment_seen(
     Ok((|| {
         let data = event_data(Some(body))?;
         Some(PaymentSeen {
-            status: data.get("status")?.as_str()?.to_string(),
+            status: data
+                .get("status")
+                .or_else(|| data.get("payment_status"))?
+                .as_str()?
+                .to_string(),
             amount: data
                 .get("amount")
                 .and_then(Value::as_str)

@@ -32,6 +32,7 @@ mod order_reads;
 mod prepared;
 mod reads;
 mod reconcile;
+mod review_join;
 mod reviews;
 mod schema;
 mod tls;

@@ -122,7 +122,7 @@ pub(super) fn review(c: &Connection, id: i64) -> rusqlite::Result<Option<ReviewD
 fn detail(c: &Connection, review: ReviewView) -> rusqlite::Result<ReviewDetail> {
     let notifications = alert_deliveries(c, &review.account, &review.job_key)?;
     let payment = match &review.payment_id {
-        Some(p) => payment_seen(c, &review.account, p)?,
+        Some(p) => payment_seen(c, &review.account, p, &review.alert)?,
         None => None,
     };
     let order = match &review.merchant_order_id {
@@ -152,25 +152,36 @@ pub(super) fn alert_deliveries(
     .collect()
 }
 
-/// The payment as the latest event about it told it.
+/// The payment as the latest event about it told it, or as the alert's
+/// hold read it (`fraud_alert.unverified` keeps its status and amount),
+/// whichever is newer.
 pub(super) fn payment_seen(
     c: &Connection,
     account: &str,
     payment: &str,
+    alert: &str,
 ) -> rusqlite::Result<Option<PaymentSeen>> {
     let row: Option<(String, i64)> = c
         .prepare_cached(
             "SELECT body, created_at FROM events
-             WHERE account = ?1 AND subject = 'payment:' || ?2
-               AND type IN ('payment.updated', 'payment.cancelled', 'payment.refunded')
+             WHERE account = ?1
+               AND ((subject = 'payment:' || ?2
+                     AND type IN ('payment.updated', 'payment.cancelled', 'payment.refunded'))
+                    OR (subject = ?3 AND type = 'fraud_alert.unverified'))
              ORDER BY rowid DESC LIMIT 1",
         )?
-        .query_row(params![account, payment], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(params![account, payment, alert], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .optional()?;
     Ok(row.and_then(|(body, at)| {
         let data = event_data(Some(body))?;
         Some(PaymentSeen {
-            status: data.get("status")?.as_str()?.to_string(),
+            status: data
+                .get("status")
+                .or_else(|| data.get("payment_status"))?
+                .as_str()?
+                .to_string(),
             amount: data
                 .get("amount")
                 .and_then(Value::as_str)
