@@ -178,7 +178,10 @@ pub fn integrator(cmd: Integrator) -> anyhow::Result<()> {
             "notification_url_enabled",
             "event_channel_devices",
         ] {
-            println!("{key:<26}{}", config[key]);
+            println!(
+                "{key:<26}{}",
+                pointhook_common::text::printable(&config[key].to_string())
+            );
         }
         if patch {
             let updated = config["updated_at"]
@@ -227,15 +230,15 @@ pub fn payments(cmd: Payments) -> anyhow::Result<()> {
             .header("x-idempotency-key", shapes::random_hex(16))
             .json(&body);
         let payment = send(req, "payment").await?;
-        println!("id             {}", payment["id"]);
+        let field = |k: &str| {
+            pointhook_common::text::printable(payment[k].as_str().unwrap_or("?")).into_owned()
+        };
         println!(
-            "status         {}",
-            payment["status"].as_str().unwrap_or("?")
+            "id             {}",
+            pointhook_common::text::printable(&payment["id"].to_string())
         );
-        println!(
-            "status_detail  {}",
-            payment["status_detail"].as_str().unwrap_or("?")
-        );
+        println!("status         {}", field("status"));
+        println!("status_detail  {}", field("status_detail"));
         Ok(())
     })
 }
@@ -313,9 +316,9 @@ pub fn notify(n: Notify) -> anyhow::Result<()> {
             println!(
                 "attempt {} POST {} -> {answer} in {} ms {}",
                 i + 1,
-                out.url,
+                pointhook_common::text::printable(&out.url),
                 sent.elapsed().as_millis(),
-                text.chars().take(200).collect::<String>()
+                pointhook_common::text::printable(&text.chars().take(200).collect::<String>())
             );
             if matches!(status, Some(200 | 201)) {
                 return Ok(());

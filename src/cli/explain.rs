@@ -8,7 +8,9 @@ use anyhow::Context;
 use clap::Args;
 use pointhook::store::Store;
 use pointhook::store::console_views::{Entry, Timeline};
-use pointhook_common::text::for_terminal;
+use pointhook_common::text::printable;
+
+use super::render::{Format, print, say};
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -23,39 +25,38 @@ pub struct ExplainArgs {
 pub async fn run(store: &Store, accounts: Vec<String>, args: ExplainArgs) -> anyhow::Result<()> {
     let found = store.search(accounts, args.id.clone()).await?;
     let Some(first) = found.first() else {
-        anyhow::bail!("nothing known by {:?}", for_terminal(&args.id).as_ref());
+        anyhow::bail!("nothing known by {:?}", printable(&args.id).as_ref());
     };
     let timeline = store
         .timeline(first.account.clone(), first.kind, first.id.clone())
         .await?
         .with_context(|| format!("nothing recorded of {} {}", first.kind, first.id))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&timeline)?);
-        return Ok(());
+        return print(&Format { json: true }, &timeline, |_| String::new());
     }
     if found.len() > 1 {
-        println!(
-            "{} orders match; the first of them (others: {})",
+        say(&format!(
+            "{} orders match; the first of them (others: {})\n",
             found.len(),
             found[1..]
                 .iter()
-                .map(|f| format!("{} {}", f.kind, for_terminal(&f.id)))
+                .map(|f| format!("{} {}", f.kind, printable(&f.id)))
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        ))?;
     }
-    print!("{}", story(&timeline, first.matched));
-    Ok(())
+    say(&story(&timeline, first.matched))
 }
 
-/// The timeline as lines for a person, every outside text made safe for a
-/// terminal.
+/// The timeline as lines for a person: one line per entry, whatever its
+/// texts hold (each is escaped whole, line breaks included, so no text from
+/// outside can print a line that looks like an entry of its own).
 pub fn story(t: &Timeline, matched: &str) -> String {
     let mut out = format!(
         "{} {} (account {}; found by its {matched})\n",
         t.kind.replace('_', " "),
-        for_terminal(&t.id),
-        for_terminal(&t.account)
+        printable(&t.id),
+        printable(&t.account)
     );
     if let Some(s) = &t.state {
         let mut facts = Vec::new();
@@ -72,13 +73,17 @@ pub fn story(t: &Timeline, matched: &str) -> String {
             }
         }
         if !facts.is_empty() {
-            out.push_str(&format!("now: {}\n", facts.join("; ")));
+            out.push_str(&format!("now: {}\n", printable(&facts.join("; "))));
         }
     }
     out.push('\n');
     for (_, entry) in &t.entries {
         let (at, what, line) = describe(entry);
-        out.push_str(&format!("{at}  {what:<12}  {}\n", for_terminal(&line)));
+        out.push_str(&format!(
+            "{}  {what:<12}  {}\n",
+            printable(&at),
+            printable(&line)
+        ));
     }
     out
 }

@@ -86,7 +86,9 @@ pub async fn run(store: &Store, cmd: Operators) -> anyhow::Result<()> {
         Operators::List { json } => {
             let rows = store.operators().await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                super::render::print(&super::render::Format { json: true }, &rows, |_| {
+                    String::new()
+                })?;
             } else if rows.is_empty() {
                 println!("(none: add one with `pointhook operators add NAME`)");
             } else {

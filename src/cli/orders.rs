@@ -172,7 +172,7 @@ async fn show(store: &Store, id: String, account: String, format: Format) -> any
                 "  {}  {}: {}\n",
                 d.created_at,
                 d.event_type,
-                pointhook_common::text::for_terminal(
+                pointhook_common::text::printable(
                     d.reason.as_deref().unwrap_or("no reason recorded")
                 )
             ));

@@ -118,11 +118,7 @@ pub async fn run(
         Done::Refused(why) => anyhow::bail!("order {order} not changed: {why}"),
         Done::Unknown(why) => anyhow::bail!("order {order}: {why}"),
     };
-    println!(
-        "{}",
-        pointhook_common::text::json_for_terminal(&serde_json::to_string_pretty(&answer)?)
-    );
-    Ok(())
+    super::render::say(&format!("{}\n", super::render::json(&answer)))
 }
 
 /// What the order holds, as the platform answered, in words.

@@ -256,19 +256,18 @@ async fn print_log(url: &str, token: &str, json: bool) -> anyhow::Result<()> {
         .await
         .context("the sandbox answered something else than its log")?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&log)?);
-        return Ok(());
+        return super::render::say(&format!("{}\n", super::render::json(&log)));
     }
     for d in log.as_array().into_iter().flatten() {
         println!(
             "#{} {} {} {} {} -> {} [{}]",
             d["id"],
-            d["first_at"].as_str().unwrap_or(""),
-            d["form"].as_str().unwrap_or(""),
-            d["topic"].as_str().unwrap_or(""),
-            d["resource_id"].as_str().unwrap_or(""),
-            d["url"].as_str().unwrap_or(""),
-            d["state"].as_str().unwrap_or("")
+            text(&d["first_at"]),
+            text(&d["form"]),
+            text(&d["topic"]),
+            text(&d["resource_id"]),
+            text(&d["url"]),
+            text(&d["state"])
         );
         for a in d["attempts"].as_array().into_iter().flatten() {
             let answer = match a["status"].as_u64() {
@@ -278,7 +277,7 @@ async fn print_log(url: &str, token: &str, json: bool) -> anyhow::Result<()> {
             println!(
                 "    attempt {} at {}: {} in {} ms{}",
                 a["n"],
-                a["at"].as_str().unwrap_or(""),
+                text(&a["at"]),
                 answer,
                 a["latency_ms"],
                 if a["acked"] == true {
@@ -290,4 +289,9 @@ async fn print_log(url: &str, token: &str, json: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A string of the sandbox's answer, escaped for the terminal.
+fn text(v: &serde_json::Value) -> String {
+    pointhook_common::text::printable(v.as_str().unwrap_or("")).into_owned()
 }

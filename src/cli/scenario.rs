@@ -50,7 +50,7 @@ pub async fn run(store: &Store, accounts: Vec<String>, args: ExportArgs) -> anyh
     let Some(first) = found.first() else {
         anyhow::bail!(
             "nothing known by {:?}",
-            pointhook_common::text::for_terminal(&args.id).as_ref()
+            pointhook_common::text::printable(&args.id).as_ref()
         );
     };
     let timeline = store

@@ -138,7 +138,7 @@ async fn a_full_disk_freed_again_delivers_everything_acknowledged_without_a_rest
     }
     let want: BTreeSet<String> = acknowledged.iter().map(u64::to_string).collect();
     let mut told = BTreeSet::new();
-    for _ in 0..600 {
+    for _ in 0..1200 {
         told = merchant
             .received()
             .await
@@ -153,9 +153,13 @@ async fn a_full_disk_freed_again_delivers_everything_acknowledged_without_a_rest
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let missing: Vec<_> = want.difference(&told).collect();
+    let jobs: Vec<String> = missing
+        .iter()
+        .map(|id| format!("{id}: {:?}", app.job(&format!("payment:{id}"))))
+        .collect();
     assert!(
         missing.is_empty(),
-        "acknowledged but never delivered after the disk was freed: {missing:?}"
+        "acknowledged but never delivered after the disk was freed: {jobs:?}"
     );
     assert_eq!(readyz(&app).await.0, 200, "ready again, with no restart");
     app.stop().await;

@@ -12,6 +12,7 @@ on_both_backends!(
     an_intent_confirmed_is_explained,
     a_fraud_block_is_explained,
     an_orders_api_order_is_explained,
+    a_strangers_topic_never_prints_a_line_or_a_control_of_its_own,
 );
 
 const ORDER: &str = "4945357007";
@@ -230,5 +231,54 @@ async fn an_orders_api_order_is_explained() {
         )),
         "{out}"
     );
+    app.stop().await;
+}
+
+/// A topic is the sender's text: in the story it stays inside its own
+/// line, escaped, and neither the story nor `--json` prints a raw C1 or
+/// bidirectional control.
+async fn a_strangers_topic_never_prints_a_line_or_a_control_of_its_own() {
+    let api = FakeApi::start().await;
+    let app = spawn_app_with(TestConfig::default().api(&api.uri()).admin(TOKEN)).await;
+    api.payment(PAYMENT, "approved", "100", Some(ORDER));
+    api.order(ORDER, "100", &[(PAYMENT, "100", "approved")], None);
+    app.post(&format!("topic=payment&id={PAYMENT}"), &[], None)
+        .await;
+    app.run_jobs().await;
+    let forged = "x\n2099-01-01T00:00:00.000Z  decision      order.released (FORGED): paid in full\r\u{9b}2J\u{9c}\u{9d}52;c;aGk=\u{7}\u{202e}gnp.exe\u{2066}";
+    let topic: String = form_urlencoded::byte_serialize(forged.as_bytes()).collect();
+    let res = app
+        .post(&format!("topic={topic}&id={ORDER}"), &[], None)
+        .await;
+    assert_eq!(res.status(), 200);
+
+    let (ok, out, err) = cli_async(&app, &["explain", ORDER]).await;
+    assert!(ok, "{err}");
+    assert!(
+        !out.lines().any(|l| l.starts_with("2099")),
+        "a stranger's line printed as the story's own: {out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.contains("FORGED"))
+        .unwrap_or_else(|| panic!("the topic is not in the story: {out}"));
+    assert!(line.contains("notification"), "{line}");
+    assert!(line.contains("\\u{a}2099"), "{line}");
+    for raw in [
+        '\r', '\u{9b}', '\u{9c}', '\u{9d}', '\u{7}', '\u{202e}', '\u{2066}',
+    ] {
+        assert!(!out.contains(raw), "raw {raw:?} printed: {out:?}");
+    }
+
+    let (ok, out, err) = cli_async(&app, &["explain", ORDER, "--json"]).await;
+    assert!(ok, "{err}");
+    for raw in [
+        '\r', '\u{9b}', '\u{9c}', '\u{9d}', '\u{7}', '\u{202e}', '\u{2066}',
+    ] {
+        assert!(!out.contains(raw), "raw {raw:?} printed: {out:?}");
+    }
+    assert!(out.contains("\\u009b") && out.contains("\\u202e"), "{out}");
+    let t: Value = serde_json::from_str(&out).unwrap();
+    assert!(t.to_string().contains("FORGED"), "still the same JSON");
     app.stop().await;
 }

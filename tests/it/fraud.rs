@@ -324,8 +324,9 @@ async fn a_confirmed_alert_is_refunded() {
     let (ok, out, err) = cli(&app, &["fraud", "show", &id]);
     assert!(ok, "{err}");
     assert!(out.contains(PAYMENT) && out.contains(ORDER), "{out}");
-    // The payment was not read yet: its status decides at confirmation.
-    let consequence = "cancel the payment if it is still pending, or refund it if approved";
+    // The payment was read when the alert was held: the refund and its
+    // amount are named.
+    let consequence = "refund 250.00 to the buyer; cannot be undone";
     assert!(
         out.contains(&format!("if confirmed: {consequence}")),
         "{out}"

@@ -14,6 +14,7 @@ on_both_backends!(
     the_only_account_is_the_default_and_two_without_default_need_customer,
     concurrent_requests_all_commit,
     bodies_nothing_reads_are_kept_up_to_a_cap,
+    numeric_ids_are_read_as_the_platform_reads_them,
 );
 
 /// Accounts for the fixtures: one of them names its shop with `cliente`.
@@ -298,7 +299,7 @@ async fn the_only_account_is_the_default_and_two_without_default_need_customer()
 async fn concurrent_requests_all_commit() {
     let app = spawn_app().await;
     let mut tasks = Vec::new();
-    for i in 0..200 {
+    for i in 1..=200 {
         let client = app.client.clone();
         let url = app.url(&format!("/notifications?topic=payment&id={i}"));
         tasks.push(tokio::spawn(async move {
@@ -379,5 +380,66 @@ async fn bodies_nothing_reads_are_kept_up_to_a_cap() {
         hex::encode(Sha256::digest(first.as_bytes()))
     );
     assert!(out.contains(&said), "{out}");
+    app.stop().await;
+}
+
+/// `000123` is the platform's payment 123: one job, however it is written
+/// (in the query, in a fraud alert's body); digits the platform could not
+/// hold as an id are refused with a status that names them.
+async fn numeric_ids_are_read_as_the_platform_reads_them() {
+    let app = spawn_app().await;
+    for query in [
+        "topic=payment&id=000123",
+        "topic=payment&id=123",
+        "type=payment&data.id=0123",
+        "topic=merchant_order&id=007",
+        "topic=chargebacks&id=00009223372036854775807",
+    ] {
+        assert_eq!(app.post(query, &[], None).await.status(), 200, "{query}");
+    }
+    let body = r#"{"merchant_order": "0007", "payment_id": 000123}"#;
+    let res = app
+        .post(
+            "topic=delivery_cancellation&id=7",
+            &[("content-type", "application/json")],
+            Some(body.as_bytes()),
+        )
+        .await;
+    assert_eq!(res.status(), 200, "a fraud alert's ids, with leading zeros");
+    let mut keys: Vec<String> = app
+        .sql
+        .rows("SELECT job_key FROM jobs ORDER BY job_key", &[])
+        .iter()
+        .map(|r| r[0].text())
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "chargeback:9223372036854775807",
+            "fraud:7:123",
+            "merchant_order:7",
+            "payment:123",
+        ]
+    );
+    for (query, says) in [
+        (
+            "topic=payment&id=9223372036854775808",
+            "larger than the platform's ids",
+        ),
+        (
+            "topic=chargebacks&id=99999999999999999999",
+            "larger than the platform's ids",
+        ),
+        ("topic=payment&id=000", "is zero"),
+    ] {
+        let (status, body) = answer(app.post(query, &[], None).await).await;
+        assert_eq!(status, 400, "{query}");
+        assert_eq!(body["error"], "invalid_id", "{query}");
+        assert!(
+            body["message"].as_str().unwrap().contains(says),
+            "{query}: {body}"
+        );
+    }
     app.stop().await;
 }

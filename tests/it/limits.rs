@@ -84,7 +84,8 @@ fn padded(mut value: serde_json::Value, size: usize) -> Vec<u8> {
 async fn one_request_stores_at_most_72_kib_whatever_its_headers_and_query() {
     let app = spawn_app().await;
     let max = 65_536;
-    let ids = "9".repeat(32);
+    // The longest id the platform could send: its largest, zero-padded.
+    let ids = format!("{:0>32}", i64::MAX);
     let alert = padded(
         json!({"type": "stop_delivery_op_wh", "id": "i".repeat(2000),
                "data": {"merchant_order": ids, "payment_id": ids,

@@ -47,6 +47,8 @@ mod sdk_orders;
 mod signatures;
 mod smtp;
 mod store;
+mod storms;
+mod strangers;
 mod tools;
 mod triggers;
 mod workspace;

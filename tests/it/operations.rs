@@ -167,7 +167,7 @@ async fn a_backup_taken_under_load_holds_every_acknowledged_delivery() {
             let mut i = 0;
             while !stop.is_cancelled() {
                 let res = client
-                    .post(format!("{url}?topic=payment&id={w}00{i}"))
+                    .post(format!("{url}?topic=payment&id=1{w}00{i}"))
                     .send()
                     .await
                     .unwrap();

@@ -11,7 +11,7 @@ async fn the_rate_limit_answers_429_when_on() {
     let app =
         spawn_app_with(TestConfig::default().extra("[server]\nrate_limit_per_ip = 3\n")).await;
     let mut statuses = Vec::new();
-    for i in 0..6 {
+    for i in 1..=6 {
         let res = app.post(&format!("topic=payment&id={i}"), &[], None).await;
         if res.status() == 429 {
             assert_eq!(res.headers()["retry-after"], "1");
@@ -37,7 +37,7 @@ async fn the_rate_limit_is_on_by_default_far_above_real_traffic() {
     .unwrap();
     assert_eq!(config.server.rate_limit_per_ip, 1000);
     let app = spawn_app().await;
-    for i in 0..50 {
+    for i in 1..=50 {
         assert_eq!(
             app.post(&format!("topic=payment&id={i}"), &[], None)
                 .await

@@ -1097,7 +1097,16 @@ async fn the_sqlite_wal_file_is_cut_back_once_it_starts_over() {
         store.ingest(delivery(&work, "{}")).await.unwrap();
         n += 1;
     }
-    assert_eq!(wal_len(), BOUND, "the WAL file is kept at the bound");
+    // The bound is the smaller of 256 MiB and a quarter of the free space
+    // (a disk short of room keeps less).
+    let free = rustix::fs::statvfs(dir.path())
+        .map(|s| s.f_bavail * s.f_frsize)
+        .unwrap_or(u64::MAX);
+    if free / 4 >= BOUND {
+        assert_eq!(wal_len(), BOUND, "the WAL file is kept at the bound");
+    } else {
+        assert!(wal_len() <= BOUND, "kept within the bound: {}", wal_len());
+    }
     store.close().await;
 }
 

@@ -9,9 +9,11 @@
 //! - [`serve`]: the accept loop every listener shares; [`response`]: JSON
 //!   answers and error bodies.
 //! - [`text`]: text from outside made safe for logs and terminals.
+//! - [`host`]: which `Host` a listener answers (against DNS rebinding).
 //! - [`tls`]: the process's TLS provider.
 
 pub mod clock;
+pub mod host;
 pub mod money;
 pub mod query;
 pub mod response;

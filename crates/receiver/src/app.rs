@@ -205,8 +205,16 @@ impl App {
         };
         let admin = match (admin_listener, config.admin_token()?) {
             (Some(l), Some(token)) => {
-                let handler = Arc::new(pointhook_common::serve::RouterHandler(
-                    http::admin::router(http::admin::AdminState {
+                let admin_config = config.admin.as_ref();
+                let bound = l.local_addr().context("admin listener has no address")?;
+                let handler = Arc::new(http::admin::AdminHandler {
+                    hosts: http::admin::AdminHandler::hosts(
+                        bound,
+                        admin_config.and_then(|a| a.public_url.as_ref()),
+                    ),
+                    read_timeout: Duration::from_secs(s.read_timeout_secs),
+                    max_body_bytes: s.max_body_bytes,
+                    router: http::admin::router(http::admin::AdminState {
                         store: store.clone(),
                         token,
                         clock: options.clock.clone(),
@@ -223,7 +231,7 @@ impl App {
                             .and_then(|a| a.public_url.as_ref())
                             .is_some_and(|u| u.scheme() == "https"),
                     }),
-                ));
+                });
                 tracing::info!(listen = %l.local_addr().context("admin listener has no address")?, "admin API serving");
                 let limits = settings.limits();
                 let shutdown = shutdown.clone();

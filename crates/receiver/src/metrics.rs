@@ -54,6 +54,11 @@ pub struct OutcomeLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DestinationLabel {
     pub destination: String,
 }
@@ -82,6 +87,7 @@ pub struct Metrics {
     job_runs: Family<OutcomeLabel, Counter>,
     reconcile_passes: Family<OutcomeLabel, Counter>,
     fraud_rejected: Family<RejectedLabels, Counter>,
+    sign_in_refusals: Family<ReasonLabel, Counter>,
     attention: attention::Gauges,
 }
 
@@ -201,8 +207,15 @@ impl Metrics {
             "Fraud alerts the API did not confirm (nothing blocked, nothing told), by account and reason",
             fraud_rejected.clone(),
         );
+        let sign_in_refusals = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "console_sign_in_refusals",
+            "Console sign-ins refused before their password was checked, by reason: address (too many from one address), name (a growing delay after failures), busy (the check's queue is full)",
+            sign_in_refusals.clone(),
+        );
         let attention = attention::Gauges::register(&mut registry);
         Metrics {
+            sign_in_refusals,
             attention,
             registry,
             fraud_rejected,
@@ -248,6 +261,12 @@ impl Metrics {
                 account: account.to_string(),
                 reason,
             })
+            .inc();
+    }
+
+    pub fn sign_in_refused(&self, reason: &'static str) {
+        self.sign_in_refusals
+            .get_or_create(&ReasonLabel { reason })
             .inc();
     }
 

@@ -253,6 +253,16 @@ pub struct ReviewSeen {
     pub delivery_id: Option<i64>,
 }
 
+/// How the alert's order stands with the reviews, read before an alert
+/// that may only hold blocks anything.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OrderReviews {
+    /// The job key of a review held for this order, if one waits.
+    pub held: Option<String>,
+    /// Reviews the account opened in the last hour (rejections aside).
+    pub opened_last_hour: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReviewMark {
     pub job_key: String,

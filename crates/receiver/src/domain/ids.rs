@@ -1,7 +1,10 @@
 //! Typed ids of the platform's resources. Each kind has its own character
-//! set: digits for payments, merchant orders and
-//! chargebacks; letters, digits, `-` and `_` for payment intents; anything
-//! printable for what we only record. An id is checked once, where it
+//! set: digits for payments, merchant orders and chargebacks; letters,
+//! digits, `-` and `_` for payment intents; anything printable for what we
+//! only record. A numeric id is kept as the platform reads it, a 64-bit
+//! number: `000123` is `123` (so one payment is one job and one review,
+//! however it was written), and digits that are no such number (zero, or
+//! past 2^63 - 1) are no id. An id is checked once, where it
 //! enters (a request, an API answer), and the type then says which path it
 //! may be put into: a chargeback id cannot reach a payment's URL.
 
@@ -24,6 +27,10 @@ pub enum IdError {
     BadCharacter,
     #[error("must be {0}")]
     Shape(&'static str),
+    #[error("is zero: the platform numbers its resources from 1")]
+    Zero,
+    #[error("is larger than the platform's ids (at most 9223372036854775807)")]
+    TooLarge,
 }
 
 /// What makes an id of one kind valid.
@@ -31,6 +38,10 @@ pub trait IdKind: 'static {
     /// How the kind is named in errors (`payment id`).
     const NAME: &'static str;
     fn check(s: &str) -> Result<(), IdError>;
+    /// The id as the platform reads it (checked first).
+    fn normalise(s: &str) -> Result<std::borrow::Cow<'_, str>, IdError> {
+        Ok(std::borrow::Cow::Borrowed(s))
+    }
 }
 
 /// Kinds of id (type-level markers).
@@ -57,6 +68,19 @@ pub mod kinds {
         }
     }
 
+    /// Digits as the platform's 64-bit number: leading zeros dropped.
+    fn number(s: &str) -> Result<std::borrow::Cow<'_, str>, IdError> {
+        let n: i64 = s.parse().map_err(|_| IdError::TooLarge)?;
+        if n == 0 {
+            return Err(IdError::Zero);
+        }
+        if s.starts_with('0') {
+            Ok(std::borrow::Cow::Owned(n.to_string()))
+        } else {
+            Ok(std::borrow::Cow::Borrowed(s))
+        }
+    }
+
     macro_rules! numeric {
         ($name:ident, $label:literal) => {
             #[derive(Debug)]
@@ -65,6 +89,9 @@ pub mod kinds {
                 const NAME: &'static str = $label;
                 fn check(s: &str) -> Result<(), IdError> {
                     digits(s)
+                }
+                fn normalise(s: &str) -> Result<std::borrow::Cow<'_, str>, IdError> {
+                    number(s)
                 }
             }
         };
@@ -144,7 +171,7 @@ impl<K: IdKind> Id<K> {
     pub fn parse(s: &str) -> Result<Self, IdError> {
         K::check(s)?;
         Ok(Id {
-            text: s.to_string(),
+            text: K::normalise(s)?.into_owned(),
             kind: PhantomData,
         })
     }
@@ -266,6 +293,23 @@ mod tests {
         assert_eq!(ResourceId::parse("a b"), Err(IdError::BadCharacter));
         assert_eq!(ResourceId::parse("é"), Err(IdError::BadCharacter));
         assert!(ResourceId::parse(&"x".repeat(128)).is_ok());
+        assert_eq!(PaymentId::parse("000123").unwrap().as_str(), "123");
+        assert_eq!(
+            ChargebackId::parse("0009223372036854775807")
+                .unwrap()
+                .as_str(),
+            "9223372036854775807"
+        );
+        assert_eq!(
+            PaymentId::parse("9223372036854775808"),
+            Err(IdError::TooLarge)
+        );
+        assert_eq!(MerchantOrderId::parse("000"), Err(IdError::Zero));
+        assert_eq!(
+            ResourceId::parse("007").unwrap().as_str(),
+            "007",
+            "opaque ids as received"
+        );
         assert_eq!(
             ResourceId::parse(&"x".repeat(129)),
             Err(IdError::TooLong(128))

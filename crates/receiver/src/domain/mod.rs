@@ -16,8 +16,8 @@ pub mod work;
 
 pub use audit::{Action, AuditOutcome, Via};
 pub use decision::{
-    Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, OrderPayment, OrderSeen,
-    ReviewMark, ReviewSeen, Slot, event_id,
+    Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, OrderPayment, OrderReviews,
+    OrderSeen, ReviewMark, ReviewSeen, Slot, event_id,
 };
 pub use ids::{
     ChargebackId, Id, IdError, IdKind, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,

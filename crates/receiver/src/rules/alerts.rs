@@ -198,20 +198,45 @@ pub fn plan(
             }
         }
     }
-    // Openings: at once, one message each; dead jobs grouped per digest.
+    // Openings: at once, one message each; dead jobs grouped per digest;
+    // held reviews: the first of a burst at once, the rest of it in one
+    // digest once the window since the last message has passed (a storm of
+    // forged alerts is one message, then one digest).
     let mut dead: Vec<Incident> = Vec::new();
+    let mut held: Vec<Incident> = Vec::new();
     for i in waiting {
-        if i.kind == AlertKind::DeadJobs {
-            dead.push(i);
-        } else {
-            plan.send.push(opening(std::slice::from_ref(&i)));
+        match i.kind {
+            AlertKind::DeadJobs => dead.push(i),
+            AlertKind::FraudReviewHeld => held.push(i),
+            _ => plan.send.push(opening(std::slice::from_ref(&i))),
         }
     }
-    let window_open = last_sent
-        .get(&AlertKind::DeadJobs)
-        .is_none_or(|at| now - at >= t.digest_ms);
-    if !dead.is_empty() && window_open {
+    let window_open = |kind| {
+        last_sent
+            .get(&kind)
+            .is_none_or(|at| now - at >= t.digest_ms)
+    };
+    if !dead.is_empty() && window_open(AlertKind::DeadJobs) {
         plan.send.push(opening(&dead));
+    }
+    if !held.is_empty() {
+        held.sort_by_key(|i| i.opened_at);
+        let since_told = last_sent
+            .get(&AlertKind::FraudReviewHeld)
+            .map(|at| now - at);
+        match since_told {
+            _ if t.digest_ms == 0 => {
+                for i in &held {
+                    plan.send.push(opening(std::slice::from_ref(i)));
+                }
+            }
+            // Told lately: the rest of the burst waits for the digest.
+            Some(ms) if ms < t.digest_ms => {}
+            // The burst goes on: what waited, in one digest.
+            Some(ms) if ms < 2 * t.digest_ms && held.len() > 1 => plan.send.push(opening(&held)),
+            // Calm before: the first at once.
+            _ => plan.send.push(opening(&held[..1])),
+        }
     }
     for (_, incidents) in resolved {
         plan.send.push(resolution(&incidents));

@@ -3,7 +3,7 @@
 
 use super::views::{Answer, ReviewView};
 use super::{Backend, MAX_LIMIT, Store, StoreError};
-use crate::domain::{Review, ReviewSeen};
+use crate::domain::{OrderReviews, Review, ReviewSeen};
 
 impl Store {
     /// The latest review of the alert behind a job, if there is one.
@@ -13,6 +13,19 @@ impl Store {
         job_key: String,
     ) -> Result<Option<ReviewSeen>, StoreError> {
         on!(self, b => b.latest_review(account, job_key).await)
+    }
+
+    /// How `order` stands with the reviews: the key of a review held for
+    /// it and `payment` (any, when `None`), and how many reviews the
+    /// account opened since `since` (unix ms).
+    pub async fn order_reviews(
+        &self,
+        account: String,
+        order: String,
+        payment: Option<String>,
+        since: i64,
+    ) -> Result<OrderReviews, StoreError> {
+        on!(self, b => b.order_reviews(account, order, payment, since).await)
     }
 
     /// Fraud alerts held for a person, newest first (`None`: every state),

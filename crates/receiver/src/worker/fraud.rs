@@ -13,6 +13,8 @@ use crate::store::LeasedJob;
 /// Steps a saga may take in one run; each call or record is one. A plan
 /// that asked for more would be looping.
 const MAX_STEPS: usize = 12;
+/// The window of the cap on reviews opened by unauthenticated alerts.
+const HOUR_MS: i64 = 3_600_000;
 
 pub(super) async fn run(
     ctx: &Ctx<'_>,
@@ -56,6 +58,18 @@ pub(super) async fn run(
             }
             Step::FetchOrder(id) => {
                 saga.order = found(ctx.api.merchant_order(ctx.calls, account, &id).await, job)?;
+            }
+            Step::ReadOrderReviews { order, payment } => {
+                saga.order_reviews = Some(
+                    ctx.store
+                        .order_reviews(
+                            job.account.clone(),
+                            order.to_string(),
+                            payment.map(|p| p.to_string()),
+                            ctx.now() - HOUR_MS,
+                        )
+                        .await?,
+                );
             }
             Step::Block(decision) => {
                 let order = decision

@@ -167,14 +167,13 @@ impl Sandbox {
         }
         let ours = url::Url::parse(&self.base_url)
             .ok()
-            .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
-        match url::Url::parse(&format!("http://{host}/")) {
-            Ok(u) => u.host().is_some_and(|h| {
-                crate::settings::loopback_host(&h)
-                    || ours.as_deref() == u.host_str().map(str::to_ascii_lowercase).as_deref()
-            }),
-            Err(_) => false,
-        }
+            .and_then(|u| u.host_str().map(str::to_string));
+        let allowed = pointhook_common::host::AllowedHosts::loopback(None);
+        let allowed = match ours {
+            Some(h) => allowed.also(&h),
+            None => allowed,
+        };
+        allowed.allows(host.as_bytes())
     }
 
     /// Wakes the dispatcher: something was queued.

@@ -1,6 +1,8 @@
 //! The admin listener on `[admin] listen`: a route table (axum's `Router`,
 //! one function per route) served through the same accept loop as the
-//! notification endpoint, so its connection cap and timeouts hold here too.
+//! notification endpoint, so its connection cap and timeouts hold here too,
+//! behind a door (`door.rs`) that answers only this listener's own `Host`
+//! and reads each body whole within the read timeout.
 //!
 //! - the operator console (`console/`): HTML pages for a signed-in person
 //!   (`session.rs`: `/login`, `/logout`, sessions), with their actions;
@@ -16,10 +18,13 @@
 mod api;
 mod console;
 mod destinations;
+mod door;
 mod error;
 pub mod event_types;
 mod html;
+mod redirect;
 mod session;
+mod throttle;
 
 use std::sync::Arc;
 
@@ -31,6 +36,7 @@ use http::{Method, header};
 
 use crate::config::Secret;
 use crate::store::Store;
+pub use door::{AdminHandler, ClientAddr};
 pub use error::AdminError;
 use pointhook_common::clock::Clock;
 use pointhook_common::response;
@@ -57,7 +63,7 @@ pub struct AdminState {
 pub struct Admin {
     state: AdminState,
     session_idle_ms: i64,
-    login_gate: governor::DefaultDirectRateLimiter,
+    sign_ins: throttle::SignInThrottle,
 }
 
 impl std::ops::Deref for Admin {
@@ -86,7 +92,7 @@ type Shared = Arc<Admin>;
 pub fn router(state: AdminState) -> Router {
     let state = Arc::new(Admin {
         session_idle_ms: i64::try_from(state.session_idle.as_millis()).unwrap_or(i64::MAX),
-        login_gate: session::login_gate(),
+        sign_ins: throttle::SignInThrottle::new(),
         state,
     });
     let api = (api::routes().merge(destinations::routes()))

@@ -7,25 +7,30 @@
 //! unused. The login form carries a token of its own, matched against a
 //! cookie it set (no session exists yet to hold one).
 
-use std::num::NonZeroU32;
+use std::net::{IpAddr, Ipv4Addr};
 
 use askama::Template;
 use axum::Form;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use cookie::{Cookie, SameSite};
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use http::{HeaderValue, Method, StatusCode, header};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::html::{HtmlError, protected, render};
+use super::door::ClientAddr;
+use super::html::{HtmlError, render};
+use super::redirect::{local, see_other};
+use super::throttle::Refusal;
 use super::{Shared, constant_time_eq};
 use crate::operators;
 
 pub const SESSION_COOKIE: &str = "pointhook_session";
 const LOGIN_COOKIE: &str = "pointhook_login";
+/// The most of a typed name the throttle keeps (longer names are no
+/// operator's).
+const NAME_KEPT: usize = 128;
 /// A session's last use is written at most this often.
 const TOUCH_EVERY_MS: i64 = 60_000;
 
@@ -34,15 +39,6 @@ const TOUCH_EVERY_MS: i64 = 60_000;
 pub struct Operator {
     pub name: String,
     pub csrf: String,
-}
-
-/// Sign-in attempts are slow on purpose (argon2): at most a few a second
-/// for the whole listener, so a flood of guesses cannot take the CPU.
-pub fn login_gate() -> DefaultDirectRateLimiter {
-    RateLimiter::direct(
-        Quota::per_second(NonZeroU32::new(4).unwrap_or(NonZeroU32::MIN))
-            .allow_burst(NonZeroU32::new(8).unwrap_or(NonZeroU32::MIN)),
-    )
 }
 
 fn random_token() -> String {
@@ -103,7 +99,7 @@ pub async fn require(State(s): State<Shared>, mut req: Request, next: Next) -> R
                 "/login?next={}",
                 form_urlencoded::byte_serialize(here.as_bytes()).collect::<String>()
             );
-            protected(Redirect::to(&to).into_response())
+            see_other(&to)
         }
         Ok(None) => HtmlError::status(
             StatusCode::UNAUTHORIZED,
@@ -155,14 +151,6 @@ pub struct LoginQuery {
     next: Option<String>,
 }
 
-/// Only a path of this listener (no scheme, no host, no `//`).
-fn local(next: Option<&str>) -> String {
-    match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.into(),
-        _ => "/".into(),
-    }
-}
-
 fn login_page(
     s: &Shared,
     status: StatusCode,
@@ -191,7 +179,7 @@ pub async fn login_form(
     login_page(
         &s,
         StatusCode::OK,
-        local(q.next.as_deref()),
+        local(q.next.as_deref(), "/"),
         String::new(),
         None,
     )
@@ -206,12 +194,15 @@ pub struct LoginForm {
     next: Option<String>,
 }
 
+/// `POST /login`: through the throttle (`throttle.rs`), then the password
+/// check in its turn.
 pub async fn login(
     State(s): State<Shared>,
+    client: Option<axum::Extension<ClientAddr>>,
     headers: http::HeaderMap,
     Form(f): Form<LoginForm>,
 ) -> Result<Response, HtmlError> {
-    let next = local(f.next.as_deref());
+    let next = local(f.next.as_deref(), "/");
     let expected = cookie_value(&headers, LOGIN_COOKIE).unwrap_or_default();
     if expected.is_empty() || !constant_time_eq(f.csrf.as_bytes(), expected.as_bytes()) {
         return Err(HtmlError::status(
@@ -219,30 +210,50 @@ pub async fn login(
             "the sign-in form is stale: open it again",
         ));
     }
-    if s.login_gate.check().is_err() {
-        return Ok(login_page(
-            &s,
-            StatusCode::TOO_MANY_REQUESTS,
-            next,
-            f.name,
-            Some("too many sign-in attempts: wait a few seconds"),
-        ));
-    }
-    let name = f.name.trim().to_string();
+    let name: String = f.name.trim().chars().take(NAME_KEPT).collect();
+    let address = client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.0.ip());
+    let place = match s.sign_ins.admit(&name, address) {
+        Ok(place) => place,
+        Err(refusal) => {
+            s.metrics.sign_in_refused(refusal.reason());
+            tracing::info!(operator = %pointhook_common::text::printable(&name), %address, reason = refusal.reason(), "console sign-in refused before its check");
+            let mut res = login_page(
+                &s,
+                StatusCode::TOO_MANY_REQUESTS,
+                next,
+                name,
+                Some(match refusal {
+                    Refusal::Name(_) => {
+                        "too many wrong passwords for this name from your address: wait and try again"
+                    }
+                    Refusal::Address | Refusal::Busy => {
+                        "too many sign-in attempts: wait a few seconds"
+                    }
+                }),
+            );
+            if let Ok(v) = HeaderValue::from_str(&refusal.retry_after().to_string()) {
+                res.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            return Ok(res);
+        }
+    };
     let stored = match operators::check_name(&name) {
         Ok(_) => s.store.password_hash(name.clone()).await?,
         Err(_) => None,
     };
     let password = f.password;
     let known = stored.is_some();
-    let ok = tokio::task::spawn_blocking(move || {
-        let hash = stored.as_deref().unwrap_or_else(|| operators::decoy());
-        operators::verify(&password, hash) && known
-    })
-    .await
-    .unwrap_or(false);
+    let ok = place
+        .check(move || {
+            let hash = stored.as_deref().unwrap_or_else(|| operators::decoy());
+            operators::verify(&password, hash) && known
+        })
+        .await
+        .unwrap_or(false);
+    drop(place);
     if !ok {
-        tracing::info!(operator = %pointhook_common::text::printable(&name), "console sign-in refused");
+        s.sign_ins.failed(&name, address);
+        tracing::info!(operator = %pointhook_common::text::printable(&name), %address, "console sign-in refused");
         return Ok(login_page(
             &s,
             StatusCode::UNAUTHORIZED,
@@ -251,6 +262,7 @@ pub async fn login(
             Some("that name and password do not match an operator"),
         ));
     }
+    s.sign_ins.succeeded(&name, address);
     let now = s.now();
     s.store.close_idle_sessions(now - s.session_idle_ms).await?;
     let token = random_token();
@@ -258,7 +270,7 @@ pub async fn login(
         .open_session(digest(&token), name.clone(), random_token(), now)
         .await?;
     tracing::info!(operator = %name, "console sign-in");
-    let mut res = protected(Redirect::to(&next).into_response());
+    let mut res = see_other(&next);
     res.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(&s, SESSION_COOKIE, token, "/", None),
@@ -288,24 +300,10 @@ pub async fn logout(
     if let Some(token) = cookie_value(&headers, SESSION_COOKIE) {
         s.store.close_session(digest(&token)).await?;
     }
-    let mut res = protected(Redirect::to("/login").into_response());
+    let mut res = see_other("/login");
     res.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(&s, SESSION_COOKIE, String::new(), "/", Some(0)),
     );
     Ok(res)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_local_paths_are_followed_after_sign_in() {
-        assert_eq!(local(Some("/jobs?state=dead")), "/jobs?state=dead");
-        for bad in ["//evil.example/", "https://evil.example/", "/\\evil", ""] {
-            assert_eq!(local(Some(bad)), "/", "{bad}");
-        }
-        assert_eq!(local(None), "/");
-    }
 }

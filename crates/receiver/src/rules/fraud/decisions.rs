@@ -92,11 +92,18 @@ pub(super) fn block(s: &Saga, v: &Verified<'_>) -> Decision {
     }
 }
 
-/// Held for a person: nothing cancelled or refunded.
+/// Held for a person: nothing cancelled or refunded. The payment as it
+/// was read is kept with it (status, amount, currency), so the review
+/// names the cancel or refund a confirmation would make, and its amount.
 pub(super) fn hold(s: &Saga, v: &Verified<'_>, reason: &str) -> Decision {
     let payment = v.payment.map(|p| p.id.clone());
     let mut data = data(s, Some(&v.order), payment.as_ref());
     data["reason"] = Value::from(reason);
+    if let Some(p) = v.payment {
+        data["payment_status"] = Value::from(p.status.as_str());
+        data["amount"] = json!(p.amount.map(|a| a.to_string()));
+        data["currency_id"] = json!(p.currency);
+    }
     Decision {
         subject: s.subject(),
         key: "unverified".into(),

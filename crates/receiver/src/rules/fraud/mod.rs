@@ -17,7 +17,7 @@ mod saga;
 pub use decisions::{Undo, dismissed, idempotency_key, undo_for, undone};
 pub use saga::{BlockSeen, Lookup, Policy, Saga, Undone};
 
-use crate::domain::platform::Payment;
+use crate::domain::platform::{MerchantOrder, Payment};
 use crate::domain::{
     Decision, Effects, EventType, MerchantOrderId, PaymentId, UnauthenticatedAlerts, kinds,
 };
@@ -29,6 +29,12 @@ use saga::{Standing, Verified};
 pub enum Step {
     FetchPayment(PaymentId),
     FetchOrder(MerchantOrderId),
+    /// Read how this order stands with the reviews (`OrderReviews`): a
+    /// review held for it and this payment (or any, with none).
+    ReadOrderReviews {
+        order: MerchantOrderId,
+        payment: Option<PaymentId>,
+    },
     /// Record this block durably, then say how the order stands.
     Block(Decision),
     Cancel(PaymentId),
@@ -55,11 +61,14 @@ pub fn next(s: &Saga) -> Step {
     }
     let a = &s.alert;
     // What the alert names, or what its bare id turns out to be: what the
-    // API says of an id was not said by the alert, so it may only hold.
-    let mut learnt = false;
+    // API says of an id was not said by the alert, so it may only hold
+    // (until a person confirms).
+    let mut learnt: Option<&str> = None;
     let (payment_id, named_order) = match (&a.payment, &a.merchant_order, &a.notified_id) {
         (None, None, Some(n)) => {
-            learnt = true;
+            learnt = Some(
+                "the alert named no order or payment; what it is about was learnt from the API",
+            );
             match (&s.payment, n.cast::<kinds::Payment>().ok()) {
                 (Lookup::NotAsked, Some(p)) => return Step::FetchPayment(p),
                 (Lookup::Found(p), _) => (Some(p.id.clone()), p.merchant_order.clone()),
@@ -120,18 +129,68 @@ pub fn next(s: &Saga) -> Step {
                         &format!("merchant order {order} has no payment"),
                     );
                 }
-                Lookup::Found(_) => Verified {
-                    order,
-                    payment: None,
+                // Its payment is read, so that the review names the cancel
+                // or refund and its amount.
+                Lookup::Found(o) => match (undoable_payment(o), &s.payment) {
+                    (Some(p), Lookup::NotAsked) => return Step::FetchPayment(p),
+                    (Some(_), Lookup::Found(p)) if p.merchant_order.as_ref() == Some(&order) => {
+                        learnt = Some(
+                            "the alert names an order but no payment; its payment was read from the API",
+                        );
+                        Verified {
+                            order,
+                            payment: Some(p),
+                        }
+                    }
+                    _ => Verified {
+                        order,
+                        payment: None,
+                    },
                 },
             }
         }
     };
-    let may_move_money = !learnt
-        && (s.authenticated
-            || standing == Standing::Confirmed
-            || s.policy.unauthenticated == UnauthenticatedAlerts::Act);
+    let may_move_money = standing == Standing::Confirmed
+        || (learnt.is_none()
+            && (s.authenticated || s.policy.unauthenticated == UnauthenticatedAlerts::Act));
     let Some(block) = s.block else {
+        if !may_move_money {
+            // One review per order and payment: an alert that may only hold
+            // joins the review held for its order (blocked already) rather
+            // than open another, unless it names another payment of it
+            // (another undo for a person to decide); past the hourly cap
+            // it is recorded, not held.
+            let Some(reviews) = &s.order_reviews else {
+                return Step::ReadOrderReviews {
+                    order: verified.order.clone(),
+                    payment: verified.payment.map(|p| p.id.clone()),
+                };
+            };
+            match &reviews.held {
+                Some(key) if *key != s.job_key => {
+                    return held(
+                        s,
+                        &verified,
+                        &format!(
+                            "joins the review already held for merchant order {}",
+                            verified.order
+                        ),
+                    );
+                }
+                Some(_) => {}
+                None if reviews.opened_last_hour >= s.policy.reviews_per_hour() => {
+                    return rejected(
+                        s,
+                        "over_review_cap",
+                        &format!(
+                            "over the limit of {} reviews an hour opened by alerts that are not authenticated: recorded, not held",
+                            s.policy.reviews_per_hour()
+                        ),
+                    );
+                }
+                None => {}
+            }
+        }
         return Step::Block(block(s, &verified));
     };
     if block.released && !block.blocked_by_alert {
@@ -154,11 +213,7 @@ pub fn next(s: &Saga) -> Step {
             &verified,
             "the alert names an order but no payment: a person decides",
         ),
-        (false, Some(_)) if learnt => held(
-            s,
-            &verified,
-            "the alert named no order or payment; what it is about was learnt from the API",
-        ),
+        (false, Some(_)) if learnt.is_some() => held(s, &verified, learnt.unwrap_or_default()),
         (false, Some(_)) => held(
             s,
             &verified,
@@ -188,6 +243,19 @@ pub fn verify(
                     ))
             ),
         )),
+    }
+}
+
+/// The one payment of `order` that a cancel or refund could undo; `None`
+/// when there are several (a person picks) or none.
+fn undoable_payment(order: &MerchantOrder) -> Option<PaymentId> {
+    let mut undoable = order
+        .payments
+        .iter()
+        .filter(|p| matches!(undo_for(&p.status), Undo::Cancel | Undo::Refund));
+    match (undoable.next(), undoable.next()) {
+        (Some(p), None) => Some(p.id.clone()),
+        _ => None,
     }
 }
 

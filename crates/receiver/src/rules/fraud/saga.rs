@@ -3,7 +3,9 @@
 //! follows from them (its round, its subject, where a review leaves it).
 
 use crate::domain::platform::{MerchantOrder, Payment};
-use crate::domain::{FraudAlert, MerchantOrderId, Review, ReviewSeen, UnauthenticatedAlerts};
+use crate::domain::{
+    FraudAlert, MerchantOrderId, OrderReviews, Review, ReviewSeen, UnauthenticatedAlerts,
+};
 
 /// An account's fraud settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,6 +13,15 @@ pub struct Policy {
     pub unauthenticated: UnauthenticatedAlerts,
     /// Blocks unauthenticated alerts may place per hour.
     pub blocks_per_hour: u32,
+}
+
+impl Policy {
+    /// Reviews unauthenticated alerts may open per hour: three times their
+    /// blocks, so that past the blocks' brake some are still held (without
+    /// blocking) before the rest are only recorded.
+    pub fn reviews_per_hour(&self) -> u32 {
+        self.blocks_per_hour.saturating_mul(3)
+    }
 }
 
 /// What an API lookup found.
@@ -58,6 +69,7 @@ pub struct Saga {
     pub order: Lookup<MerchantOrder>,
     pub block: Option<BlockSeen>,
     pub undone: Option<Undone>,
+    pub order_reviews: Option<OrderReviews>,
 }
 
 /// Where a person's review leaves this run.
@@ -93,6 +105,7 @@ impl Saga {
             order: Lookup::NotAsked,
             block: None,
             undone: None,
+            order_reviews: None,
         }
     }
 

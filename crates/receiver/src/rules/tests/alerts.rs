@@ -262,3 +262,32 @@ fn a_full_disk_is_told_as_a_full_disk() {
     assert!(text(true).starts_with("disk full: "), "{}", text(true));
     assert!(!text(false).contains("disk full"), "{}", text(false));
 }
+
+#[test]
+fn held_reviews_of_a_burst_are_one_message_then_one_digest() {
+    let mut a = Alerter::new();
+    let held = |n: usize| -> Vec<Attention> {
+        (1..=n)
+            .map(|i| item(AlertKind::FraudReviewHeld, &format!("review:{i}")))
+            .collect()
+    };
+    // Four at once: the first told now, the rest wait.
+    assert_eq!(
+        a.round(0, &held(4)),
+        [(AlertKind::FraudReviewHeld, 1, false)]
+    );
+    assert!(a.round(10_000, &held(4)).is_empty());
+    // More of the same burst wait with them.
+    assert!(a.round(30_000, &held(6)).is_empty());
+    // One digest when the window has passed.
+    assert_eq!(
+        a.round(60_000, &held(6)),
+        [(AlertKind::FraudReviewHeld, 5, false)]
+    );
+    assert!(a.round(200_000, &held(6)).is_empty(), "each told once");
+    // After a calm, the next one is told at once.
+    assert_eq!(
+        a.round(300_000, &held(7)),
+        [(AlertKind::FraudReviewHeld, 1, false)]
+    );
+}

@@ -7,8 +7,8 @@ use serde_json::json;
 use super::{merchant_order, pay};
 use crate::domain::platform::{MerchantOrder, Payment, PaymentStatus};
 use crate::domain::{
-    EventType, FraudAlert, Mark, MerchantOrderId, PaymentId, ResourceId, Review, ReviewSeen,
-    UnauthenticatedAlerts,
+    EventType, FraudAlert, Mark, MerchantOrderId, OrderReviews, PaymentId, ResourceId, Review,
+    ReviewSeen, UnauthenticatedAlerts,
 };
 use crate::rules::fraud::{
     self, BlockSeen, Finish, Lookup, Policy, Saga, Step, Undo, Undone, undo_for,
@@ -23,6 +23,8 @@ struct World {
     /// The block brake lets this alert's block through.
     block_allowed: bool,
     refused: Option<String>,
+    /// How the order stands with the reviews.
+    reviews: OrderReviews,
 }
 
 impl World {
@@ -37,6 +39,7 @@ impl World {
             released: false,
             block_allowed: true,
             refused: None,
+            reviews: OrderReviews::default(),
         }
     }
 }
@@ -85,6 +88,7 @@ fn drive(mut s: Saga, w: &World) -> (Vec<Step>, Finish) {
                     _ => Lookup::Missing,
                 }
             }
+            Step::ReadOrderReviews { .. } => s.order_reviews = Some(w.reviews.clone()),
             Step::Block(_) => {
                 s.block = Some(BlockSeen {
                     released: w.released,
@@ -287,7 +291,8 @@ fn a_dismissal_covers_what_was_reviewed_and_a_later_alert_opens_a_new_round() {
     assert_eq!(s.round(), 1);
     assert_eq!(s.subject(), "fraud_alert:7:5#1");
     let (steps, f) = drive(s, &World::with("approved", "7"));
-    let Step::Block(b) = &steps[1] else { panic!() };
+    assert!(matches!(&steps[1], Step::ReadOrderReviews { .. }));
+    let Step::Block(b) = &steps[2] else { panic!() };
     assert_eq!(b.key, "order.blocked:fraud_alert:7:5#1");
     assert!(matches!(&f.effects.decisions[0].marks[0], Mark::Review(r) if r.round == 1));
 }
@@ -378,7 +383,8 @@ fn how_a_payment_is_undone() {
 proptest! {
     /// Whatever the alert says and the API answers: money moves only for
     /// an authenticated alert, a person's confirmation, or an account that
-    /// opted into `act`; nothing is blocked or moved before the API
+    /// opted into `act`, and only the payment the alert named (or, once a
+    /// person confirmed, its order's one payment); nothing is blocked or moved before the API
     /// confirmed the payment is in the order; a rejection tells nothing;
     /// and an unauthenticated alert's text is never in an event.
     #[test]
@@ -412,7 +418,10 @@ proptest! {
         let (steps, f) = drive(s, &w);
         if moved_money(&steps) {
             prop_assert!(authenticated || act || confirmed);
-            prop_assert!(named_payment == Some("5") && named_order == Some("7"));
+            // A named payment, or the order's own payment once a person
+            // confirmed the review that named it.
+            prop_assert!(named_order == Some("7"));
+            prop_assert!(named_payment == Some("5") || (named_payment.is_none() && confirmed));
             prop_assert!(!released);
         }
         if blocked(&steps) {
@@ -430,4 +439,106 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn an_alert_that_may_only_hold_joins_the_review_held_for_its_order() {
+    let mut w = World::with("approved", "7");
+    w.reviews.held = Some("fraud:7:-".into());
+    let (steps, f) = drive(
+        saga(
+            alert(Some("7"), Some("5"), false),
+            UnauthenticatedAlerts::Hold,
+            None,
+        ),
+        &w,
+    );
+    assert!(!blocked(&steps), "the order is blocked by the held review");
+    assert_eq!(events(&f), [EventType::FraudAlertUnverified]);
+    assert!(f.effects.decisions[0].reason.contains("joins the review"));
+    // Its own review held: it goes on as before.
+    w.reviews.held = Some("fraud:7:5".into());
+    let (steps, _) = drive(
+        saga(
+            alert(Some("7"), Some("5"), false),
+            UnauthenticatedAlerts::Hold,
+            None,
+        ),
+        &w,
+    );
+    assert!(blocked(&steps));
+}
+
+#[test]
+fn past_the_hourly_cap_an_unauthenticated_alert_is_recorded_not_held() {
+    let mut w = World::with("approved", "7");
+    w.reviews.opened_last_hour = 30;
+    let (steps, f) = drive(
+        saga(
+            alert(Some("7"), Some("5"), false),
+            UnauthenticatedAlerts::Hold,
+            None,
+        ),
+        &w,
+    );
+    assert!(!blocked(&steps));
+    assert_eq!(f.rejected, Some("over_review_cap"));
+    assert_eq!(events(&f), [EventType::FraudAlertRejected]);
+    let Mark::Review(r) = &f.effects.decisions[0].marks[0] else {
+        panic!()
+    };
+    assert_eq!(r.state, Review::Rejected);
+    // An authenticated alert is not capped.
+    let mut s = saga(
+        alert(Some("7"), Some("5"), true),
+        UnauthenticatedAlerts::Hold,
+        None,
+    );
+    s.authenticated = true;
+    let (steps, _) = drive(s, &w);
+    assert!(moved_money(&steps));
+}
+
+#[test]
+fn an_alert_naming_only_its_order_reads_the_orders_payment_for_the_review() {
+    let w = World::with("approved", "7");
+    let (steps, f) = drive(
+        saga(
+            alert(Some("7"), None, false),
+            UnauthenticatedAlerts::Act,
+            None,
+        ),
+        &w,
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|s| matches!(s, Step::FetchPayment(p) if p.as_str() == "5"))
+    );
+    assert!(!moved_money(&steps), "learnt from the API: held");
+    let held = &f.effects.decisions[0];
+    assert_eq!(held.event, EventType::FraudAlertUnverified);
+    assert_eq!(held.data["payment_id"], "5");
+    assert_eq!(held.data["payment_status"], "approved");
+    assert_eq!(held.data["amount"], "480.00");
+    let Mark::Review(r) = &held.marks[0] else {
+        panic!()
+    };
+    assert_eq!(r.payment.as_ref().map(|p| p.as_str()), Some("5"));
+    // Confirmed by a person: refunded.
+    let confirmed = ReviewSeen {
+        state: Review::Confirmed,
+        round: 0,
+        delivery_id: Some(3),
+    };
+    let (steps, f) = drive(
+        saga(
+            alert(Some("7"), None, false),
+            UnauthenticatedAlerts::Hold,
+            Some(confirmed),
+        ),
+        &w,
+    );
+    assert!(moved_money(&steps));
+    assert_eq!(events(&f), [EventType::PaymentRefunded]);
 }

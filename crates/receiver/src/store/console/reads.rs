@@ -182,7 +182,7 @@ pub(super) async fn review(c: &Conn<'_>, id: i64) -> Result<Option<ReviewDetail>
 async fn detail(c: &Conn<'_>, review: ReviewView) -> Result<ReviewDetail, StoreError> {
     let notifications = alert_deliveries(c, &review.account, &review.job_key).await?;
     let payment = match &review.payment_id {
-        Some(p) => payment_seen(c, &review.account, p).await?,
+        Some(p) => payment_seen(c, &review.account, p, &review.alert).await?,
         None => None,
     };
     let order = match &review.merchant_order_id {
@@ -218,28 +218,38 @@ pub(super) async fn alert_deliveries(
 }
 
 /// The payment as the latest event about it told it.
+/// The payment as the latest event about it told it, or as the alert's
+/// hold read it (`fraud_alert.unverified` keeps its status and amount),
+/// whichever is newer.
 async fn payment_seen(
     c: &Conn<'_>,
     account: &str,
     payment: &str,
+    alert: &str,
 ) -> Result<Option<PaymentSeen>, StoreError> {
     let seq = event_order(c);
     let row: Option<(String, i64)> = c
         .query_opt(
             &format!(
                 "SELECT body, created_at FROM events
-                 WHERE account = $1 AND subject = 'payment:' || $2
-                   AND type IN ('payment.updated', 'payment.cancelled', 'payment.refunded')
+                 WHERE account = $1
+                   AND ((subject = 'payment:' || $2
+                         AND type IN ('payment.updated', 'payment.cancelled', 'payment.refunded'))
+                        OR (subject = $3 AND type = 'fraud_alert.unverified'))
                  ORDER BY {seq} DESC LIMIT 1"
             ),
-            &[&account, &payment],
+            &[&account, &payment, &alert],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .await?;
     Ok(row.and_then(|(body, at)| {
         let data = event_data(Some(body))?;
         Some(PaymentSeen {
-            status: data.get("status")?.as_str()?.to_string(),
+            status: data
+                .get("status")
+                .or_else(|| data.get("payment_status"))?
+                .as_str()?
+                .to_string(),
             amount: data
                 .get("amount")
                 .and_then(Value::as_str)

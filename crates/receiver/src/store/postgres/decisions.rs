@@ -421,6 +421,12 @@ async fn review(
     r: &ReviewMark,
     now: i64,
 ) -> Result<(), StoreError> {
+    if super::review_join::join_held(tx, account, r).await? {
+        if let Some(order) = &r.merchant_order {
+            lift_block(tx, account, order.as_str(), &r.alert, now).await?;
+        }
+        return Ok(());
+    }
     let sql = "INSERT INTO fraud_reviews AS f (account, job_key, round, alert, merchant_order,
                                               payment, reason, state, delivery_id, created_at)
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)

@@ -24,6 +24,7 @@ mod events;
 mod leader;
 mod listen;
 mod prepared;
+mod review_join;
 mod reviews;
 mod schema;
 mod tls;

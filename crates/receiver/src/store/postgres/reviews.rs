@@ -210,6 +210,18 @@ impl PgStore {
         latest(&tx, &account, &job_key).await
     }
 
+    pub async fn order_reviews(
+        &self,
+        account: String,
+        order: String,
+        payment: Option<String>,
+        since: i64,
+    ) -> Result<crate::domain::OrderReviews, StoreError> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        super::review_join::order_reviews(&tx, &account, &order, payment.as_deref(), since).await
+    }
+
     pub async fn reviews(
         &self,
         state: Option<Review>,

@@ -256,6 +256,12 @@ fn mark(conn: &Connection, account: &str, m: &Mark, now: i64) -> rusqlite::Resul
 /// A review of one round of an alert: held (it covers each later delivery
 /// while it waits) or rejected; a hold takes over a rejection of its round.
 fn review(conn: &Connection, account: &str, r: &ReviewMark, now: i64) -> rusqlite::Result<()> {
+    if super::review_join::join_held(conn, account, r)? {
+        if let Some(order) = &r.merchant_order {
+            lift_block(conn, account, order.as_str(), &r.alert, now)?;
+        }
+        return Ok(());
+    }
     conn.prepare_cached(
         "INSERT INTO fraud_reviews (account, job_key, round, alert, merchant_order, payment,
                                     reason, state, delivery_id, created_at)

@@ -21,6 +21,7 @@ mod files;
 mod jobs;
 mod maintenance;
 mod migrations;
+mod review_join;
 mod reviews;
 mod space;
 mod sql_enum;
@@ -285,6 +286,19 @@ impl SqliteStore {
     ) -> Result<Option<ReviewSeen>, StoreError> {
         self.read(move |c| reviews::latest(c, &account, &job_key))
             .await
+    }
+
+    pub async fn order_reviews(
+        &self,
+        account: String,
+        order: String,
+        payment: Option<String>,
+        since: i64,
+    ) -> Result<crate::domain::OrderReviews, StoreError> {
+        self.read(move |c| {
+            review_join::order_reviews(c, &account, &order, payment.as_deref(), since)
+        })
+        .await
     }
 
     pub async fn reviews(

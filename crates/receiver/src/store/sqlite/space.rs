@@ -4,8 +4,12 @@
 //! grow between restarts; on a disk short of space either would take the
 //! room the database needs, and a full disk would stay full after space was
 //! freed (the WAL growing back over it). So both lengths are bounded by the
-//! free space, looked at once a second, and a write that fails for lack of
-//! space gives the WAL's room back at once.
+//! free space, looked at once a second. A write that fails for lack of
+//! space stops the writes until the WAL's room is given back whole (every
+//! frame copied home, the file cut to nothing): a commit tried meanwhile
+//! would grow the WAL over whatever space is freed, and the checkpoint
+//! could then never grow the database. The writer tries again every
+//! `RETRY_EVERY`; once it works, writes go on, with no restart.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +20,8 @@ const KEEP_SHARE: u64 = 4;
 /// The share of the free space the WAL's content may reach before the
 /// writer restarts it.
 const RESTART_SHARE: u64 = 8;
+/// How often, while the disk is full, giving the WAL back is tried.
+const RETRY_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 /// Below this, nothing is kept beyond what a commit needs.
 const FLOOR: u64 = 64 << 10;
 
@@ -25,6 +31,8 @@ pub struct Space {
     keep_limit: u64,
     restart_limit: u64,
     kept: Option<u64>,
+    /// Since when writes wait for space (the last try to give it back).
+    full: Option<std::time::Instant>,
 }
 
 impl Space {
@@ -41,6 +49,7 @@ impl Space {
             keep_limit,
             restart_limit,
             kept: None,
+            full: None,
         }
     }
 
@@ -64,15 +73,45 @@ impl Space {
         (free / RESTART_SHARE).min(self.restart_limit).max(FLOOR)
     }
 
-    /// A write failed for lack of space: keep no WAL beyond what is used,
-    /// and cut the file back now if every frame can be copied home.
-    pub fn give_back(&mut self, conn: &Connection) {
+    /// A write failed for lack of space.
+    pub fn mark_full(&mut self) {
+        let now = std::time::Instant::now();
+        self.full = Some(now.checked_sub(RETRY_EVERY).unwrap_or(now));
+    }
+
+    /// Whether writes wait for space.
+    pub fn full(&self) -> bool {
+        self.full.is_some()
+    }
+
+    /// Gives the WAL's room back: keeps no WAL beyond what is used and
+    /// copies every frame home, cutting the file to nothing. `true` once
+    /// that worked (writes may go on); tried at most every `RETRY_EVERY`.
+    pub fn give_back(&mut self, conn: &Connection) -> bool {
+        match self.full {
+            Some(at) if at.elapsed() < RETRY_EVERY => return false,
+            _ => {}
+        }
+        self.full = Some(std::time::Instant::now());
         if let Err(e) = conn.pragma_update(None, "journal_size_limit", 0) {
             tracing::warn!(error = %e, "cannot shorten the WAL");
         }
         self.kept = Some(0);
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
-            tracing::debug!(error = %e, "the WAL could not be cut back yet");
+        let done = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        });
+        match done {
+            Ok((0, 0)) => {
+                self.full = None;
+                self.kept = None;
+                tracing::info!("space again: the WAL was given back, writes go on");
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                tracing::debug!(error = %e, "the WAL could not be given back yet");
+                false
+            }
         }
     }
 }

@@ -257,9 +257,20 @@ fn run(
         if faults.panic_writer.load(Ordering::Relaxed) {
             panic!("injected writer panic");
         }
+        // Out of space: nothing is written until the WAL is given back
+        // whole; a commit tried meanwhile would grow the WAL file over any
+        // space freed, and the checkpoint that gives it back could never
+        // grow the database.
+        if space.full() && !space.give_back(&lock(&conn)) {
+            health.record_disk_full();
+            batch
+                .drain(..)
+                .for_each(|op| op.finish(Err("disk full: waiting for space")));
+            continue;
+        }
         commit_batch(&conn, &mut batch, &faults, health);
         if health.disk_full() {
-            space.give_back(&lock(&conn));
+            space.mark_full();
         }
         if last_look.elapsed() >= CATCH_UP_EVERY {
             let restart = space.look(&lock(&conn));

@@ -7,14 +7,15 @@
 
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use axum::{Extension, Form};
 use serde::Deserialize;
 
 use super::super::session::{Operator, csrf_ok};
 use super::{Chrome, inbox};
 use crate::actions::consequence;
-use crate::http::admin::html::{HtmlError, number, protected, render};
+use crate::http::admin::html::{HtmlError, number, render};
+use crate::http::admin::redirect::{local, see_other};
 use crate::operators::Actor;
 
 #[derive(Deserialize)]
@@ -35,16 +36,12 @@ fn check(op: &Operator, csrf: &str) -> Result<(), HtmlError> {
     }
 }
 
-/// Back to `back` (a path of this listener) or `default`, showing the
-/// audit entry.
+/// Back to `back` (a path of this listener, its query dropped) or
+/// `default`, showing the audit entry.
 fn back_to(back: Option<&str>, default: String, audit: i64) -> Response {
-    let to = match back {
-        Some(b) if b.starts_with('/') && !b.starts_with("//") && !b.contains('\\') => {
-            b.split(['?', '#']).next().unwrap_or("/").to_string()
-        }
-        _ => default,
-    };
-    protected(Redirect::to(&format!("{to}?done={audit}")).into_response())
+    let to = local(back, &default);
+    let path = to.split('?').next().unwrap_or("/");
+    see_other(&format!("{path}?done={audit}"))
 }
 
 #[derive(Template)]

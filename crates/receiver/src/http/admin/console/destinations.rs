@@ -5,14 +5,15 @@
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use axum::{Extension, Form};
 use serde::Deserialize;
 
 use super::super::session::{Operator, csrf_ok};
 use super::items::audit_of;
 use super::{Chrome, Done};
-use crate::http::admin::html::{HtmlError, protected, render};
+use crate::http::admin::html::{HtmlError, render};
+use crate::http::admin::redirect::see_other;
 use crate::operators::Actor;
 use crate::store::DestinationView;
 use crate::store::console_views::AuditView;
@@ -83,7 +84,7 @@ pub struct ActForm {
 
 fn back(name: &str, audit: i64) -> Response {
     let path: String = form_urlencoded::byte_serialize(name.as_bytes()).collect();
-    protected(Redirect::to(&format!("/destinations/{path}?done={audit}")).into_response())
+    see_other(&format!("/destinations/{path}?done={audit}"))
 }
 
 pub async fn enable(

@@ -5,12 +5,13 @@
 use askama::Template;
 use axum::Extension;
 use axum::extract::{Path, Query, State};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use serde::Deserialize;
 
 use super::super::session::Operator;
 use super::Chrome;
-use crate::http::admin::html::{HtmlError, protected, render};
+use crate::http::admin::html::{HtmlError, render};
+use crate::http::admin::redirect::see_other;
 use crate::store::console_views::{Entry, Found, OrderList, OrderRow, Page, Timeline};
 use crate::store::views::order_kind;
 
@@ -137,7 +138,7 @@ pub async fn search(
     let text = q.q.unwrap_or_default().trim().to_string();
     let found = s.store.search(s.accounts.clone(), text.clone()).await?;
     if let [one] = found.as_slice() {
-        return Ok(protected(Redirect::to(&link(one)).into_response()));
+        return Ok(see_other(&link(one)));
     }
     let mut chrome = Chrome::new(&s, &op, "orders", None).await?;
     chrome.q = text;
