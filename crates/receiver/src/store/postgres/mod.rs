@@ -26,6 +26,7 @@ mod listen;
 mod prepared;
 mod review_join;
 mod reviews;
+mod runners;
 mod schema;
 mod tls;
 mod work;
@@ -41,7 +42,6 @@ use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
 use super::model::{FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Take};
-use super::sql::{Conn, Run};
 use super::{CommitHealth, StoreError};
 use crate::domain::Effects;
 use crate::domain::verdict::DecisionRules;
@@ -193,27 +193,6 @@ impl PgStore {
 
     async fn client(&self) -> Result<Client, StoreError> {
         Ok(self.pool.get().await?)
-    }
-
-    /// Runs a query function on a pooled connection.
-    pub async fn read_conn<T, F>(&self, f: F) -> Result<T, StoreError>
-    where
-        F: for<'c> FnOnce(&'c Conn<'c>) -> Run<'c, T>,
-    {
-        let client = self.client().await?;
-        f(&Conn::Pg(&client)).await
-    }
-
-    /// Runs a query function in a transaction of its own.
-    pub async fn write_conn<T, F>(&self, f: F) -> Result<T, StoreError>
-    where
-        F: for<'c> Fn(&'c Conn<'c>) -> Run<'c, T>,
-    {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        let out = f(&Conn::PgTx(&tx)).await?;
-        tx.commit().await?;
-        Ok(out)
     }
 
     /// Tells the other instances something on `channel` may be due; call
