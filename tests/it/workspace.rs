@@ -45,3 +45,63 @@ fn the_receiver_never_depends_on_the_sandbox() {
         "{common:?}"
     );
 }
+
+/// What `cargo tree` says the rules crate builds with, on its own.
+fn rules_tree(features: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "tree",
+            "-p",
+            "pointhook-rules",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(features.iter().flat_map(|f| ["--features", *f]))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The rules are pure because the compiler cannot find anything else: built
+/// on its own, the rules crate has no runtime, database or HTTP crate to
+/// call. Its storage features (the stored enums' conversions, which the
+/// store turns on) are the only way one comes in.
+#[test]
+fn the_rules_crate_builds_without_a_runtime_a_database_or_http() {
+    let forbidden = [
+        "tokio",
+        "rusqlite",
+        "tokio-postgres",
+        "postgres-types",
+        "hyper",
+        "axum",
+        "reqwest",
+        "lettre",
+        "deadpool-postgres",
+    ];
+    let crates: Vec<String> = rules_tree(&[])
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    assert!(crates.iter().any(|c| c == "pointhook-common"), "{crates:?}");
+    for f in forbidden {
+        assert!(
+            !crates.iter().any(|c| c == f),
+            "the rules crate builds with {f}: {crates:?}"
+        );
+    }
+    // The check sees what a feature brings, so it would see a leak.
+    assert!(
+        rules_tree(&["sqlite"])
+            .lines()
+            .any(|l| l.starts_with("rusqlite "))
+    );
+}

@@ -13,11 +13,15 @@
 //! - [`tls`]: the process's TLS provider.
 
 pub mod clock;
+#[cfg(feature = "serve")]
 pub mod host;
 pub mod money;
 pub mod query;
+#[cfg(feature = "serve")]
 pub mod response;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod signature;
 pub mod text;
+#[cfg(feature = "serve")]
 pub mod tls;

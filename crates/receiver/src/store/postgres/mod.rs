@@ -18,7 +18,6 @@ mod alerts;
 pub(super) mod copy;
 mod decisions;
 mod destinations;
-mod enums;
 mod errors;
 mod events;
 mod leader;

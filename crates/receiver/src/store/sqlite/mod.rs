@@ -25,7 +25,6 @@ mod review_join;
 mod reviews;
 mod runners;
 mod space;
-mod sql_enum;
 mod wal_gather;
 mod wal_length;
 mod writer;

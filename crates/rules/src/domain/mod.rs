@@ -11,6 +11,8 @@ pub mod decision;
 pub mod ids;
 pub mod platform;
 pub mod states;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod stored;
 pub mod verdict;
 pub mod work;
 

@@ -1,6 +1,15 @@
-//! The business rules, as pure functions over domain types:
-//! no I/O, no clock, no wire format, so every row of every
-//! table is a unit test. Each rule also says which decisions it leads to
+//! pointhook's domain types and business rules, as pure functions over
+//! them: a crate of their own whose dependencies hold no runtime, database
+//! or HTTP crate, so the compiler keeps every rule free of I/O. The
+//! receiver re-exports the two halves as `pointhook::domain` and
+//! `pointhook::rules`, and its tests read fixtures through the platform's
+//! wire format (`crates/receiver/src/rules_tests/`).
+//!
+//! [`domain`]: typed ids, stored states, decisions and guards, the
+//! platform's resources as the rules read them.
+//!
+//! The rules take no clock and no wire format either, so every row of
+//! every table is a unit test. Each rule also says which decisions it leads to
 //! (event, key, guards, marks) and why, in words a person reads; the worker
 //! only fetches and performs the steps it is given, the store only records
 //! what the kernel answers.
@@ -16,6 +25,8 @@
 //! - [`fraud`]: the fraud alert's saga, as a typed plan of steps.
 //! - [`wait`]: how long a job asks the API again before deciding.
 //! - [`alerts`]: what needs a person, and when they are told.
+
+pub mod domain;
 
 pub mod alerts;
 pub mod chargeback;
@@ -42,6 +53,3 @@ pub fn decision_rules(events: EventPolicy) -> DecisionRules {
         events,
     }
 }
-
-#[cfg(test)]
-mod tests;
