@@ -47,15 +47,16 @@ pub(super) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     };
     let open_err = |e: rusqlite::Error| open_failed(e.to_string());
     create_private(path).map_err(|e| open_failed(e.to_string()))?;
-    let vfs = super::wal_gather::name().map_err(open_failed)?;
-    let conn = Connection::open_with_flags_and_vfs(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        vfs,
-    )
-    .map_err(open_err)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    #[cfg(feature = "wal-gather")]
+    let conn = {
+        let vfs = super::wal_gather::name().map_err(open_failed)?;
+        Connection::open_with_flags_and_vfs(path, flags, vfs).map_err(open_err)?
+    };
+    #[cfg(not(feature = "wal-gather"))]
+    let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
     conn.pragma_update(None, "journal_mode", "wal")
         .map_err(open_err)?;
     conn.pragma_update(None, "synchronous", "full")

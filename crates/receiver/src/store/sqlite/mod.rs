@@ -25,6 +25,7 @@ mod review_join;
 mod reviews;
 mod runners;
 mod space;
+#[cfg(feature = "wal-gather")]
 mod wal_gather;
 mod wal_length;
 mod writer;
