@@ -42,7 +42,7 @@ fn deliver() -> EventPolicy {
 fn order(released: bool, blocked: bool) -> GuardFacts {
     GuardFacts {
         orders: [("7".to_string(), OrderFlags { released, blocked })].into(),
-        unauthenticated_blocks_last_hour: 0,
+        ..GuardFacts::default()
     }
 }
 
@@ -75,6 +75,34 @@ fn a_guard_that_does_not_hold_skips_the_decision() {
         vec![Guard::OrderReleased(o)],
     );
     assert_eq!(decide(&d, &ctx(&none, None), &deliver()), Verdict::Skip);
+}
+
+#[test]
+fn a_decision_waiting_on_a_hold_is_taken_only_once_approved() {
+    use crate::domain::HoldState;
+    let guard = Guard::HoldApproved {
+        kind: "review_above",
+        subject: "merchant_order:7".into(),
+    };
+    let d = decision(EventType::OrderReleased, Slot::Once, vec![guard]);
+    let with = |state: Option<HoldState>| GuardFacts {
+        holds: state
+            .map(|s| (("review_above".to_string(), "merchant_order:7".to_string()), s))
+            .into_iter()
+            .collect(),
+        ..GuardFacts::default()
+    };
+    for (state, records) in [
+        (None, false),
+        (Some(HoldState::Held), false),
+        (Some(HoldState::Rejected), false),
+        (Some(HoldState::Expired), false),
+        (Some(HoldState::Approved), true),
+    ] {
+        let facts = with(state);
+        let v = decide(&d, &ctx(&facts, None), &deliver());
+        assert_eq!(matches!(v, Verdict::Record(_)), records, "{state:?}");
+    }
 }
 
 #[test]

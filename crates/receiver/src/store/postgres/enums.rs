@@ -9,7 +9,7 @@ use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, accepts, to_sql_checke
 
 use crate::domain::attention::AlertKind;
 use crate::domain::{
-    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review,
+    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review, HoldState,
     SignatureStatus, Via,
 };
 
@@ -45,6 +45,7 @@ pg_enum!(
     DestinationState,
     SignatureStatus,
     Review,
+    HoldState,
     Via,
     Action,
     AuditOutcome

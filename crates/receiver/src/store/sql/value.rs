@@ -13,7 +13,7 @@ use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
 use crate::domain::attention::AlertKind;
 use crate::domain::{
-    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review,
+    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review, HoldState,
     SignatureStatus, Via,
 };
 
@@ -273,6 +273,7 @@ coded!(
     DestinationState,
     SignatureStatus,
     Review,
+    HoldState,
     Via,
     Action,
     AuditOutcome

@@ -4,7 +4,7 @@
 
 use crate::domain::attention::AlertKind;
 use crate::domain::{
-    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review,
+    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review, HoldState,
     SignatureStatus, Via,
 };
 
@@ -41,6 +41,7 @@ sql_enum!(
     DestinationState,
     SignatureStatus,
     Review,
+    HoldState,
     Via,
     Action,
     AuditOutcome
