@@ -106,7 +106,10 @@ fn require_signature(a: &AccountConfig) -> bool {
 
 /// The account's keys that are no field of its own: the settings of the
 /// kinds of hold it turns on, each a string the kind accepts.
-fn hold_settings(i: usize, a: &AccountConfig) -> Result<crate::rules::holds::Settings, ConfigError> {
+fn hold_settings(
+    i: usize,
+    a: &AccountConfig,
+) -> Result<crate::rules::holds::Settings, ConfigError> {
     let key = |k: &str| format!("accounts[{i}].{k}");
     let mut raw = Vec::new();
     for (k, v) in &a.holds {

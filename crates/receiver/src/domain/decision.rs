@@ -170,7 +170,10 @@ pub enum Guard {
     UnauthenticatedBlocksUnder(u32),
     /// A person approved the hold of this kind on this subject: a decision
     /// that waits for a person carries it.
-    HoldApproved { kind: &'static str, subject: String },
+    HoldApproved {
+        kind: &'static str,
+        subject: String,
+    },
 }
 
 /// What the guards of a decision read, as the recording transaction sees

@@ -20,6 +20,7 @@ pub use decision::{
     Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, OrderPayment, OrderReviews,
     OrderSeen, ReviewMark, ReviewSeen, Slot, event_id,
 };
+pub use holds::{HoldAnswer, HoldMark, HoldSeen};
 pub use ids::{
     ChargebackId, Id, IdError, IdKind, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,
     ResourceId, kinds,
@@ -28,5 +29,4 @@ pub use states::{
     DestinationState, EventState, HoldState, IntentState, JobKind, JobState, Kind, Lane, Review,
     SignatureStatus, UnauthenticatedAlerts,
 };
-pub use holds::{HoldAnswer, HoldMark, HoldSeen};
 pub use work::{FraudAlert, Work};

@@ -200,8 +200,8 @@ async fn record(
             let conn = m.lock().unwrap_or_else(|p| p.into_inner());
             let mut emitted = false;
             for d in &decisions {
-                emitted |=
-                    super::sqlite::decisions::decide(&conn, account, None, d, now, rules)?.is_some();
+                emitted |= super::sqlite::decisions::decide(&conn, account, None, d, now, rules)?
+                    .is_some();
             }
             Ok(emitted)
         }
@@ -229,16 +229,17 @@ pub(super) fn place_sqlite(
     job_id: Option<i64>,
     now: i64,
 ) -> rusqlite::Result<()> {
-    conn.prepare_cached(&PLACE.sqlite())?.execute(rusqlite::params![
-        account,
-        h.kind,
-        h.subject,
-        HoldState::Held,
-        h.reason,
-        h.evidence,
-        job_id,
-        now
-    ])?;
+    conn.prepare_cached(&PLACE.sqlite())?
+        .execute(rusqlite::params![
+            account,
+            h.kind,
+            h.subject,
+            HoldState::Held,
+            h.reason,
+            h.evidence,
+            job_id,
+            now
+        ])?;
     Ok(())
 }
 

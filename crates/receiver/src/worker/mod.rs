@@ -316,7 +316,11 @@ impl Worker {
     }
 
     /// The account's holds placed on what the job decided.
-    fn place_holds(&self, account: &str, effects: crate::domain::Effects) -> crate::domain::Effects {
+    fn place_holds(
+        &self,
+        account: &str,
+        effects: crate::domain::Effects,
+    ) -> crate::domain::Effects {
         match self.settings.holds.get(account) {
             Some(settings) => crate::rules::holds::place(settings, effects),
             None => effects,

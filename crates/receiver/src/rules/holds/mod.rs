@@ -16,7 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::{Decision, Effects, EventType, Guard, HoldMark, HoldSeen, HoldState, Mark, Slot};
+use crate::domain::{
+    Decision, Effects, EventType, Guard, HoldMark, HoldSeen, HoldState, Mark, Slot,
+};
 
 /// A kind of hold.
 #[derive(Debug)]

@@ -87,7 +87,12 @@ fn a_decision_waiting_on_a_hold_is_taken_only_once_approved() {
     let d = decision(EventType::OrderReleased, Slot::Once, vec![guard]);
     let with = |state: Option<HoldState>| GuardFacts {
         holds: state
-            .map(|s| (("review_above".to_string(), "merchant_order:7".to_string()), s))
+            .map(|s| {
+                (
+                    ("review_above".to_string(), "merchant_order:7".to_string()),
+                    s,
+                )
+            })
             .into_iter()
             .collect(),
         ..GuardFacts::default()

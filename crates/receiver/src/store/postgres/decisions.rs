@@ -212,7 +212,9 @@ async fn decide(
     for (kind, subject) in d.guards.iter().filter_map(Guard::hold) {
         let state = crate::store::holds::state_pg(tx, account, kind, subject).await?;
         if let Some(state) = state {
-            facts.holds.insert((kind.to_string(), subject.to_string()), state);
+            facts
+                .holds
+                .insert((kind.to_string(), subject.to_string()), state);
         }
     }
     if d.guards

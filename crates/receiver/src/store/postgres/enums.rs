@@ -9,8 +9,8 @@ use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, accepts, to_sql_checke
 
 use crate::domain::attention::AlertKind;
 use crate::domain::{
-    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review, HoldState,
-    SignatureStatus, Via,
+    Action, AuditOutcome, DestinationState, EventState, HoldState, JobKind, JobState, Kind, Lane,
+    Review, SignatureStatus, Via,
 };
 
 macro_rules! pg_enum {

@@ -168,7 +168,9 @@ fn facts(
         }
         if let Some((kind, subject)) = g.hold() {
             if let Some(state) = crate::store::holds::state_sqlite(conn, account, kind, subject)? {
-                facts.holds.insert((kind.to_string(), subject.to_string()), state);
+                facts
+                    .holds
+                    .insert((kind.to_string(), subject.to_string()), state);
             }
         }
         if matches!(g, Guard::UnauthenticatedBlocksUnder(_)) {
@@ -254,7 +256,9 @@ fn mark(
                 (order, "blocked_at")
             }
             Mark::Review(r) => return review(conn, account, r, now),
-            Mark::Hold(h) => return crate::store::holds::place_sqlite(conn, account, h, job_id, now),
+            Mark::Hold(h) => {
+                return crate::store::holds::place_sqlite(conn, account, h, job_id, now);
+            }
         };
     conn.prepare_cached(&format!(
         "INSERT INTO orders (account, order_id, {column}, updated_at) VALUES (?1, ?2, ?3, ?3)

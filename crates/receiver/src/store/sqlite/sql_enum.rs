@@ -4,8 +4,8 @@
 
 use crate::domain::attention::AlertKind;
 use crate::domain::{
-    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review, HoldState,
-    SignatureStatus, Via,
+    Action, AuditOutcome, DestinationState, EventState, HoldState, JobKind, JobState, Kind, Lane,
+    Review, SignatureStatus, Via,
 };
 
 /// Implements `ToSql`/`FromSql` for fieldless `#[repr(i16)]` enums; every
