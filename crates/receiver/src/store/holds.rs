@@ -69,7 +69,8 @@ impl Store {
                 c.query(
                     &format!(
                         "SELECT {COLUMNS} FROM holds
-                         WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR kind = $2)
+                         WHERE (CAST($1 AS SMALLINT) IS NULL OR state = $1)
+                           AND (CAST($2 AS TEXT) IS NULL OR kind = $2)
                            AND id < $3
                          ORDER BY id DESC LIMIT $4"
                     ),
@@ -168,13 +169,13 @@ async fn answer_in(
         c.execute(
             sql!(
                 "UPDATE jobs SET
-                     rerun = CASE WHEN state = $2 THEN 1 ELSE rerun END,
+                     rerun = CASE WHEN state = $2 THEN $5 ELSE rerun END,
                      attempts = CASE WHEN state = $2 THEN attempts ELSE 0 END,
                      state = CASE WHEN state = $2 THEN state ELSE $3 END,
                      run_at = $4, last_error = NULL, updated_at = $4
                  WHERE id = $1"
             ),
-            &[&job, &JobState::Running, &JobState::Pending, &now],
+            &[&job, &JobState::Running, &JobState::Pending, &now, &true],
         )
         .await?;
     }
