@@ -14,6 +14,8 @@ pub enum EventType {
     OrderReleased,
     #[strum(serialize = "order.awaiting_shipment")]
     OrderAwaitingShipment,
+    #[strum(serialize = "order.held")]
+    OrderHeld,
     #[strum(serialize = "order.blocked")]
     OrderBlocked,
     #[strum(serialize = "order.fraud_after_release")]

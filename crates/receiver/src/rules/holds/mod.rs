@@ -14,6 +14,8 @@
 //! guard). A kind's setting is per account: `<name> = "…"` in the
 //! account's TOML, off when absent (`docs/extending.md`).
 
+mod review_above;
+
 use std::collections::BTreeMap;
 
 use crate::domain::{
@@ -52,7 +54,7 @@ pub struct Held {
 }
 
 /// Every kind of hold.
-pub static KINDS: &[&Kind] = &[];
+pub static KINDS: &[&Kind] = &[&review_above::REVIEW_ABOVE];
 
 pub fn kind(name: &str) -> Option<&'static Kind> {
     KINDS.iter().copied().find(|k| k.name == name)
