@@ -282,14 +282,21 @@ pub(super) async fn place_pg(
     Ok(())
 }
 
-/// A hold's state, for `Guard::HoldApproved`, in a PostgreSQL transaction.
-pub(super) async fn state_pg(
+/// The states of the holds `guards` name (`Guard::HoldApproved`), in a
+/// PostgreSQL transaction.
+pub(super) async fn states_pg(
     tx: &deadpool_postgres::Transaction<'_>,
     account: &str,
-    kind: &str,
-    subject: &str,
-) -> Result<Option<HoldState>, StoreError> {
-    Conn::PgTx(tx)
-        .query_opt(&STATE, &[&account, &kind, &subject], |r| r.get(0))
-        .await
+    guards: &[crate::domain::Guard],
+) -> Result<std::collections::HashMap<(String, String), HoldState>, StoreError> {
+    let mut states = std::collections::HashMap::new();
+    for (kind, subject) in guards.iter().filter_map(crate::domain::Guard::hold) {
+        let state: Option<HoldState> = Conn::PgTx(tx)
+            .query_opt(&STATE, &[&account, &kind, &subject], |r| r.get(0))
+            .await?;
+        if let Some(state) = state {
+            states.insert((kind.to_string(), subject.to_string()), state);
+        }
+    }
+    Ok(states)
 }

@@ -252,18 +252,23 @@ mod properties {
             order.clone().prop_map(Guard::OrderNotReleased),
             order.prop_map(Guard::OrderNotBlocked),
             (0u32..4).prop_map(Guard::UnauthenticatedBlocksUnder),
+            Just(Guard::HoldApproved {
+                kind: "review_above",
+                subject: "merchant_order:7".into(),
+            }),
         ]
     }
 
     /// What a guard means, written out again from the facts generated (an
     /// order never seen is neither released nor blocked).
-    fn holds(g: &Guard, released: bool, blocked: bool, blocks: u32) -> bool {
+    fn holds(g: &Guard, released: bool, blocked: bool, blocks: u32, approved: bool) -> bool {
         let seen = |o: &MerchantOrderId| o.as_str() == "7";
         match g {
             Guard::OrderReleased(o) => seen(o) && released,
             Guard::OrderNotReleased(o) => !(seen(o) && released),
             Guard::OrderNotBlocked(o) => !(seen(o) && blocked),
             Guard::UnauthenticatedBlocksUnder(n) => blocks < *n,
+            Guard::HoldApproved { .. } => approved,
         }
     }
 
@@ -288,15 +293,22 @@ mod properties {
             blocks in 0u32..4,
             recorded in prop::option::of(event_type()),
             delivering in any::<bool>(),
+            approved in any::<bool>(),
         ) {
             let slot = if final_slot { Slot::Final } else { Slot::Once };
             let d = decision(event, slot, guards.clone());
             let mut facts = order(released, blocked);
             facts.unauthenticated_blocks_last_hour = blocks;
+            if approved {
+                let hold = ("review_above".to_string(), "merchant_order:7".to_string());
+                facts.holds.insert(hold, crate::domain::HoldState::Approved);
+            }
             let policy = if delivering { deliver() } else { EventPolicy::default() };
             let c = ctx(&facts, recorded);
             let v = decide(&d, &c, &policy);
-            let guarded = guards.iter().all(|g| holds(g, released, blocked, blocks));
+            let guarded = guards
+                .iter()
+                .all(|g| holds(g, released, blocked, blocks, approved));
             match v {
                 Verdict::Skip => prop_assert!(!guarded),
                 Verdict::Same => {

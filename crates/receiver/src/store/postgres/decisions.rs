@@ -209,14 +209,7 @@ async fn decide(
         orders: orders.clone(),
         ..GuardFacts::default()
     };
-    for (kind, subject) in d.guards.iter().filter_map(Guard::hold) {
-        let state = crate::store::holds::state_pg(tx, account, kind, subject).await?;
-        if let Some(state) = state {
-            facts
-                .holds
-                .insert((kind.to_string(), subject.to_string()), state);
-        }
-    }
+    facts.holds = crate::store::holds::states_pg(tx, account, &d.guards).await?;
     if d.guards
         .iter()
         .any(|g| matches!(g, Guard::UnauthenticatedBlocksUnder(_)))

@@ -166,12 +166,12 @@ fn facts(
             let flags = order_flags(conn, account, order.as_str())?;
             facts.orders.insert(order.to_string(), flags);
         }
-        if let Some((kind, subject)) = g.hold() {
-            if let Some(state) = crate::store::holds::state_sqlite(conn, account, kind, subject)? {
-                facts
-                    .holds
-                    .insert((kind.to_string(), subject.to_string()), state);
-            }
+        if let Some((kind, subject)) = g.hold()
+            && let Some(state) = crate::store::holds::state_sqlite(conn, account, kind, subject)?
+        {
+            facts
+                .holds
+                .insert((kind.to_string(), subject.to_string()), state);
         }
         if matches!(g, Guard::UnauthenticatedBlocksUnder(_)) {
             facts.unauthenticated_blocks_last_hour = conn
