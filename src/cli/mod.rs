@@ -16,6 +16,7 @@ mod client;
 mod destinations;
 mod explain;
 mod fraud;
+mod holds;
 mod inspect;
 mod maintenance;
 mod operators;
@@ -133,6 +134,10 @@ enum Command {
     /// refund), dismiss.
     #[command(subcommand)]
     Fraud(fraud::Fraud),
+    /// Decisions held for a person, every kind: list, show, approve,
+    /// reject.
+    #[command(subcommand)]
+    Holds(holds::Holds),
     /// Who may sign in to the console: add, list, remove, reset.
     #[command(subcommand)]
     Operators(operators::Operators),
@@ -237,6 +242,10 @@ pub fn main() -> ExitCode {
         Command::Fraud(cmd) => with_store(
             &config,
             |store| async move { fraud::run(&store, cmd).await },
+        ),
+        Command::Holds(cmd) => with_store(
+            &config,
+            |store| async move { holds::run(&store, cmd).await },
         ),
         Command::Operators(cmd) => {
             with_store(

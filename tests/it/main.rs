@@ -28,6 +28,7 @@ mod event_catalog;
 mod explain;
 mod forgery;
 mod fraud;
+mod holds;
 mod ingest;
 mod limits;
 mod missed;

@@ -1,5 +1,5 @@
 //! What a person may do: confirm or dismiss a held
-//! fraud review, run dead jobs again, send an event again, acknowledge an
+//! fraud review, approve or reject a hold of any kind (`holds.rs`), run dead jobs again, send an event again, acknowledge an
 //! item, enable or recover a destination (`destinations.rs`), cancel or
 //! refund an order of the Orders API (`platform_orders.rs`). The console,
 //! the admin API and the CLI all act through here, so
@@ -9,7 +9,10 @@
 
 mod acknowledge;
 mod destinations;
+mod holds;
 pub mod platform_orders;
+
+pub use holds::hold_does;
 
 use std::sync::Arc;
 

@@ -110,6 +110,10 @@ impl App {
                         (a.name.clone(), policy)
                     })
                     .collect(),
+                holds: accounts
+                    .iter()
+                    .map(|a| (a.name.clone(), a.holds.clone()))
+                    .collect(),
                 metrics: metrics.clone(),
             },
         ));

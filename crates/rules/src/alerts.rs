@@ -262,6 +262,8 @@ fn title(kind: AlertKind, n: usize) -> &'static str {
         AlertKind::MissedNotifications => "notifications missed",
         AlertKind::PlatformSilent => "platform silent",
         AlertKind::StorageNotReady => "storage not ready",
+        AlertKind::Held if n == 1 => "decision held for you",
+        AlertKind::Held => "decisions held for you",
     }
 }
 
@@ -275,6 +277,7 @@ fn list_path(kind: AlertKind, items: &[&Incident]) -> String {
         (_, [one]) => one.path.clone(),
         (AlertKind::DeadJobs, _) => "/#dead-jobs".into(),
         (AlertKind::FraudReviewHeld, _) => "/#reviews".into(),
+        (AlertKind::Held, _) => "/#holds".into(),
         (AlertKind::DestinationFailing | AlertKind::EventsWaiting, _) => "/destinations".into(),
         _ => "/".into(),
     }

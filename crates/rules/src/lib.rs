@@ -23,6 +23,7 @@
 //! - [`chargeback`]: chargebacks and orders at risk.
 //! - [`platform_order`]: orders of the Orders API (`ORD…`).
 //! - [`fraud`]: the fraud alert's saga, as a typed plan of steps.
+//! - [`holds`]: decisions that wait for a person, every kind of hold.
 //! - [`wait`]: how long a job asks the API again before deciding.
 //! - [`alerts`]: what needs a person, and when they are told.
 
@@ -31,6 +32,7 @@ pub mod domain;
 pub mod alerts;
 pub mod chargeback;
 pub mod fraud;
+pub mod holds;
 pub mod intent;
 pub mod kernel;
 pub mod payment;
@@ -49,6 +51,7 @@ pub fn decision_rules(events: EventPolicy) -> DecisionRules {
     DecisionRules {
         decide: kernel::decide,
         dismissal: fraud::dismissed,
+        holds: holds::decided,
         route: routing::destinations,
         events,
     }

@@ -1,5 +1,6 @@
 //! What needs a person, read from the store: the console's inbox (held
-//! reviews, orders released before a fraud alert or at risk, dead jobs),
+//! reviews, holds of every kind, orders released before a fraud alert or
+//! at risk, dead jobs),
 //! each destination's health and backlog, changes found missed in the
 //! last hour, and each watched account's last notification; each inbox
 //! item in words, with the console page that shows it.
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use crate::actions::consequence;
 use crate::domain::attention::{AlertKind, Attention};
+use crate::domain::{HoldSeen, HoldState};
 use crate::metrics::LastHeard;
 use crate::rules::alerts::{AccountFacts, DestinationFacts, Facts};
 use crate::store::console_views::{Flagged, ReviewDetail};
@@ -61,6 +63,13 @@ pub async fn read(
         )
     }));
     items.extend(inbox.dead_jobs.iter().map(dead_job));
+    let holds = store
+        .holds(Some(HoldState::Held), None, None, LISTED)
+        .await?;
+    if holds.len() >= LISTED {
+        cut_short.push(AlertKind::Held);
+    }
+    items.extend(holds.iter().map(hold));
     let destinations = store
         .destinations(now)
         .await?
@@ -123,6 +132,23 @@ fn review(d: &ReviewDetail) -> Attention {
             consequence(d).words
         ),
         path: format!("/fraud-reviews/{}", r.id),
+    }
+}
+
+/// A hold of any kind, in its kind's words.
+fn hold(h: &HoldSeen) -> Attention {
+    let what = crate::rules::holds::kind(&h.kind).map_or(h.kind.as_str(), |k| k.title);
+    Attention {
+        kind: AlertKind::Held,
+        key: format!("hold:{}", h.id),
+        text: format!(
+            "{what}: {} ({}) waits for you: {}; approving will {}",
+            h.subject,
+            h.account,
+            cut(&h.reason),
+            crate::actions::hold_does(h, crate::domain::HoldAnswer::Approve)
+        ),
+        path: format!("/holds/{}", h.id),
     }
 }
 

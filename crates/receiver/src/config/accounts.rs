@@ -17,6 +17,8 @@ pub struct Account {
     pub require_signature: bool,
     pub fraud_unauthenticated: UnauthenticatedAlerts,
     pub fraud_blocks_per_hour: u32,
+    /// The kinds of hold it turned on, with their settings.
+    pub holds: crate::rules::holds::Settings,
 }
 
 impl Config {
@@ -84,6 +86,7 @@ impl Config {
                     require_signature: require_signature(a),
                     fraud_unauthenticated: a.fraud_unauthenticated,
                     fraud_blocks_per_hour: a.fraud_unauthenticated_blocks_per_hour,
+                    holds: hold_settings(i, a)?,
                     webhook_secrets,
                 })
             })
@@ -101,7 +104,28 @@ fn require_signature(a: &AccountConfig) -> bool {
     a.require_signature.unwrap_or(has_secrets(a))
 }
 
+/// The account's keys that are no field of its own: the settings of the
+/// kinds of hold it turns on, each a string the kind accepts.
+fn hold_settings(
+    i: usize,
+    a: &AccountConfig,
+) -> Result<crate::rules::holds::Settings, ConfigError> {
+    let key = |k: &str| format!("accounts[{i}].{k}");
+    let mut raw = Vec::new();
+    for (k, v) in &a.holds {
+        match v.as_str() {
+            Some(text) => raw.push((k.as_str(), text)),
+            None if crate::rules::holds::kind(k).is_none() => {
+                return Err(ConfigError::new(key(k), "unknown key"));
+            }
+            None => return Err(ConfigError::new(key(k), "must be a string")),
+        }
+    }
+    crate::rules::holds::Settings::parse(raw).map_err(|(k, why)| ConfigError::new(key(&k), why))
+}
+
 fn check_account(i: usize, a: &AccountConfig) -> Result<(), ConfigError> {
+    hold_settings(i, a)?;
     let key = |k: &str| format!("accounts[{i}].{k}");
     for (k, value, file) in [
         (

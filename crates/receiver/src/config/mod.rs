@@ -146,8 +146,10 @@ pub struct ApiConfig {
     pub payment_refund_path: String,
 }
 
+/// An account. Its keys are checked by hand (`check_account`), not by
+/// `deny_unknown_fields`: the keys not named here are the settings of the
+/// kinds of hold (`rules::holds`), and any other is refused by name.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
 pub struct AccountConfig {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -181,6 +183,9 @@ pub struct AccountConfig {
     /// Heard nothing from the platform this long: a person is told (0: off).
     #[serde(default)]
     pub expect_notifications_within_secs: u64,
+    /// Each kind of hold the account turns on (`review_above = "500.00"`).
+    #[serde(flatten)]
+    pub holds: std::collections::BTreeMap<String, toml::Value>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

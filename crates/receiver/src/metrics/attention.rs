@@ -1,6 +1,6 @@
 //! The gauges of what needs a person, read at scrape
 //! time: `pointhook_attention_items{kind}` for each kind of item the
-//! console's inbox shows, and the gauge behind each alert (held reviews,
+//! console's inbox shows (each kind of hold as `hold_<name>`), and the gauge behind each alert (held reviews,
 //! events given up, how long a destination has failed, seconds since each
 //! account's last notification, how long commits have failed); and the
 //! alerts sent. `LastHeard` follows each account's last notification by
@@ -19,7 +19,7 @@ use crate::store::{DestinationView, Store, StoreError};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
-    pub kind: &'static str,
+    pub kind: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -155,6 +155,17 @@ impl Gauges {
             ("destination_disabled", disabled),
             ("destination_failing", failing),
         ] {
+            let kind = kind.to_string();
+            self.items.get_or_create(&KindLabel { kind }).set(n);
+        }
+        // Every kind of hold, `hold_<name>`: 0 when none waits.
+        let waiting = store.holds_waiting().await?;
+        for k in crate::rules::holds::KINDS {
+            let n = waiting
+                .iter()
+                .find(|(kind, _)| kind == k.name)
+                .map_or(0, |w| w.1);
+            let kind = format!("hold_{}", k.name);
             self.items.get_or_create(&KindLabel { kind }).set(n);
         }
         self.held.set(c.held_reviews);

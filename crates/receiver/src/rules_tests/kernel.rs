@@ -42,7 +42,7 @@ fn deliver() -> EventPolicy {
 fn order(released: bool, blocked: bool) -> GuardFacts {
     GuardFacts {
         orders: [("7".to_string(), OrderFlags { released, blocked })].into(),
-        unauthenticated_blocks_last_hour: 0,
+        ..GuardFacts::default()
     }
 }
 
@@ -75,6 +75,39 @@ fn a_guard_that_does_not_hold_skips_the_decision() {
         vec![Guard::OrderReleased(o)],
     );
     assert_eq!(decide(&d, &ctx(&none, None), &deliver()), Verdict::Skip);
+}
+
+#[test]
+fn a_decision_waiting_on_a_hold_is_taken_only_once_approved() {
+    use crate::domain::HoldState;
+    let guard = Guard::HoldApproved {
+        kind: "review_above",
+        subject: "merchant_order:7".into(),
+    };
+    let d = decision(EventType::OrderReleased, Slot::Once, vec![guard]);
+    let with = |state: Option<HoldState>| GuardFacts {
+        holds: state
+            .map(|s| {
+                (
+                    ("review_above".to_string(), "merchant_order:7".to_string()),
+                    s,
+                )
+            })
+            .into_iter()
+            .collect(),
+        ..GuardFacts::default()
+    };
+    for (state, records) in [
+        (None, false),
+        (Some(HoldState::Held), false),
+        (Some(HoldState::Rejected), false),
+        (Some(HoldState::Expired), false),
+        (Some(HoldState::Approved), true),
+    ] {
+        let facts = with(state);
+        let v = decide(&d, &ctx(&facts, None), &deliver());
+        assert_eq!(matches!(v, Verdict::Record(_)), records, "{state:?}");
+    }
 }
 
 #[test]
@@ -219,18 +252,23 @@ mod properties {
             order.clone().prop_map(Guard::OrderNotReleased),
             order.prop_map(Guard::OrderNotBlocked),
             (0u32..4).prop_map(Guard::UnauthenticatedBlocksUnder),
+            Just(Guard::HoldApproved {
+                kind: "review_above",
+                subject: "merchant_order:7".into(),
+            }),
         ]
     }
 
     /// What a guard means, written out again from the facts generated (an
     /// order never seen is neither released nor blocked).
-    fn holds(g: &Guard, released: bool, blocked: bool, blocks: u32) -> bool {
+    fn holds(g: &Guard, released: bool, blocked: bool, blocks: u32, approved: bool) -> bool {
         let seen = |o: &MerchantOrderId| o.as_str() == "7";
         match g {
             Guard::OrderReleased(o) => seen(o) && released,
             Guard::OrderNotReleased(o) => !(seen(o) && released),
             Guard::OrderNotBlocked(o) => !(seen(o) && blocked),
             Guard::UnauthenticatedBlocksUnder(n) => blocks < *n,
+            Guard::HoldApproved { .. } => approved,
         }
     }
 
@@ -255,15 +293,22 @@ mod properties {
             blocks in 0u32..4,
             recorded in prop::option::of(event_type()),
             delivering in any::<bool>(),
+            approved in any::<bool>(),
         ) {
             let slot = if final_slot { Slot::Final } else { Slot::Once };
             let d = decision(event, slot, guards.clone());
             let mut facts = order(released, blocked);
             facts.unauthenticated_blocks_last_hour = blocks;
+            if approved {
+                let hold = ("review_above".to_string(), "merchant_order:7".to_string());
+                facts.holds.insert(hold, crate::domain::HoldState::Approved);
+            }
             let policy = if delivering { deliver() } else { EventPolicy::default() };
             let c = ctx(&facts, recorded);
             let v = decide(&d, &c, &policy);
-            let guarded = guards.iter().all(|g| holds(g, released, blocked, blocks));
+            let guarded = guards
+                .iter()
+                .all(|g| holds(g, released, blocked, blocks, approved));
             match v {
                 Verdict::Skip => prop_assert!(!guarded),
                 Verdict::Same => {

@@ -237,6 +237,24 @@ pub const TABLES: &[Table] = &[
         generated_id: false,
     },
     Table {
+        name: "holds",
+        columns: &[
+            ("id", I64),
+            ("account", Text),
+            ("kind", Text),
+            ("subject", Text),
+            ("state", I16),
+            ("reason", Text),
+            ("evidence", Text),
+            ("job_id", I64),
+            ("decided_by", Text),
+            ("decided_at", I64),
+            ("created_at", I64),
+        ],
+        order_by: Some("id"),
+        generated_id: true,
+    },
+    Table {
         name: "order_blocks",
         columns: &[
             ("account", Text),

@@ -42,6 +42,8 @@ pub struct WorkerSettings {
     pub drain: Duration,
     /// Each account's fraud settings.
     pub fraud: HashMap<String, Policy>,
+    /// Each account's kinds of hold turned on (`rules::holds`).
+    pub holds: HashMap<String, crate::rules::holds::Settings>,
     /// Where each run's end is counted.
     pub metrics: crate::metrics::SharedMetrics,
 }
@@ -313,6 +315,18 @@ impl Worker {
         .await
     }
 
+    /// The account's holds placed on what the job decided.
+    fn place_holds(
+        &self,
+        account: &str,
+        effects: crate::domain::Effects,
+    ) -> crate::domain::Effects {
+        match self.settings.holds.get(account) {
+            Some(settings) => crate::rules::holds::place(settings, effects),
+            None => effects,
+        }
+    }
+
     async fn finish(
         &self,
         job: LeasedJob,
@@ -323,7 +337,7 @@ impl Worker {
         let retry_at =
             |delay: Duration| now.saturating_add(delay.as_millis().min(i64::MAX as u128) as i64);
         let outcome = match result {
-            Ok(effects) => JobOutcome::Done(effects),
+            Ok(effects) => JobOutcome::Done(self.place_holds(&job.account, effects)),
             Err(JobError::LeaseLost) => {
                 tracing::warn!("lease lost mid-run: nothing more is recorded");
                 self.settings.metrics.job_run("lease_lost");

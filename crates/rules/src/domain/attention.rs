@@ -20,6 +20,9 @@ pub enum AlertKind {
     MissedNotifications = 7,
     PlatformSilent = 8,
     StorageNotReady = 9,
+    /// A hold of any kind waits for a person (`rules::holds`); its text
+    /// names the kind.
+    Held = 10,
 }
 
 impl AlertKind {
@@ -41,7 +44,8 @@ impl AlertKind {
             AlertKind::FraudReviewHeld
             | AlertKind::ReleasedBeforeFraudAlert
             | AlertKind::OrderAtRisk
-            | AlertKind::StorageNotReady => Severity::Critical,
+            | AlertKind::StorageNotReady
+            | AlertKind::Held => Severity::Critical,
             _ => Severity::Warning,
         }
     }

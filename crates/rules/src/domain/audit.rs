@@ -49,6 +49,10 @@ pub enum Action {
     /// An order of the Orders API refunded at the platform, in full or in
     /// part.
     RefundOrder = 11,
+    /// A hold approved: what waited on it goes ahead.
+    Approve = 12,
+    /// A hold rejected: what waited on it does not happen.
+    Reject = 13,
 }
 
 /// How an action ended.

@@ -14,6 +14,8 @@ pub enum EventType {
     OrderReleased,
     #[strum(serialize = "order.awaiting_shipment")]
     OrderAwaitingShipment,
+    #[strum(serialize = "order.held")]
+    OrderHeld,
     #[strum(serialize = "order.blocked")]
     OrderBlocked,
     #[strum(serialize = "order.fraud_after_release")]
@@ -168,6 +170,12 @@ pub enum Guard {
     /// Fewer than this many blocks were placed by unauthenticated fraud
     /// alerts of the account in the last hour.
     UnauthenticatedBlocksUnder(u32),
+    /// A person approved the hold of this kind on this subject: a decision
+    /// that waits for a person carries it.
+    HoldApproved {
+        kind: &'static str,
+        subject: String,
+    },
 }
 
 /// What the guards of a decision read, as the recording transaction sees
@@ -179,6 +187,9 @@ pub struct GuardFacts {
     /// Blocks placed by unauthenticated alerts of the account in the last
     /// hour.
     pub unauthenticated_blocks_last_hour: u32,
+    /// The state of each hold the guards name, by (kind, subject); a hold
+    /// absent is not approved.
+    pub holds: std::collections::HashMap<(String, String), super::HoldState>,
 }
 
 impl GuardFacts {
@@ -202,6 +213,10 @@ impl Guard {
             Guard::OrderNotReleased(o) => !facts.order(o).released,
             Guard::OrderNotBlocked(o) => !facts.order(o).blocked,
             Guard::UnauthenticatedBlocksUnder(n) => facts.unauthenticated_blocks_last_hour < *n,
+            Guard::HoldApproved { kind, subject } => {
+                facts.holds.get(&(kind.to_string(), subject.clone()))
+                    == Some(&super::HoldState::Approved)
+            }
         }
     }
 
@@ -211,7 +226,15 @@ impl Guard {
             Guard::OrderReleased(o) | Guard::OrderNotReleased(o) | Guard::OrderNotBlocked(o) => {
                 Some(o)
             }
-            Guard::UnauthenticatedBlocksUnder(_) => None,
+            Guard::UnauthenticatedBlocksUnder(_) | Guard::HoldApproved { .. } => None,
+        }
+    }
+
+    /// The hold it reads, if any: (kind, subject).
+    pub fn hold(&self) -> Option<(&'static str, &str)> {
+        match self {
+            Guard::HoldApproved { kind, subject } => Some((kind, subject)),
+            _ => None,
         }
     }
 }
@@ -231,6 +254,8 @@ pub enum Mark {
     /// A fraud alert a person must see: held (waiting for a decision) or
     /// rejected (the API did not confirm it; kept to be seen).
     Review(ReviewMark),
+    /// A hold placed for a person (`domain::holds`).
+    Hold(super::HoldMark),
 }
 
 impl Mark {
@@ -239,7 +264,7 @@ impl Mark {
         match self {
             Mark::OrderReleased(o) | Mark::OrderAtRisk(o) => Some(o),
             Mark::OrderBlocked { order, .. } => Some(order),
-            Mark::Review(_) => None,
+            Mark::Review(_) | Mark::Hold(_) => None,
         }
     }
 }

@@ -2,12 +2,13 @@
 //! and kinds (`states`), the platform's resources as the rules read them
 //! (`platform`), the work a notification asks for (`work`), what a job
 //! decides (`decision`), and what the decision kernel is given and answers
-//! (`verdict`); what needs a person (`attention`) and what the audit
+//! (`verdict`), holds for a person (`holds`); what needs a person (`attention`) and what the audit
 //! records of a person's actions (`audit`).
 
 pub mod attention;
 pub mod audit;
 pub mod decision;
+pub mod holds;
 pub mod ids;
 pub mod platform;
 pub mod states;
@@ -21,12 +22,13 @@ pub use decision::{
     Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, OrderPayment, OrderReviews,
     OrderSeen, ReviewMark, ReviewSeen, Slot, event_id,
 };
+pub use holds::{HoldAnswer, HoldMark, HoldSeen};
 pub use ids::{
     ChargebackId, Id, IdError, IdKind, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,
     ResourceId, kinds,
 };
 pub use states::{
-    DestinationState, EventState, IntentState, JobKind, JobState, Kind, Lane, Review,
+    DestinationState, EventState, HoldState, IntentState, JobKind, JobState, Kind, Lane, Review,
     SignatureStatus, UnauthenticatedAlerts,
 };
 pub use work::{FraudAlert, Work};

@@ -185,6 +185,18 @@ impl Review {
     }
 }
 
+/// Where a hold stands: waiting for a person, or decided (approved,
+/// rejected), or given up on (expired).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, EnumString, EnumIter)]
+#[strum(serialize_all = "snake_case")]
+#[repr(i16)]
+pub enum HoldState {
+    Held = 1,
+    Approved = 2,
+    Rejected = 3,
+    Expired = 4,
+}
+
 /// What an account does with a fraud alert that is not authenticated (an
 /// IPN, unsigned, or badly signed), once verified against the API.
 #[derive(
@@ -227,7 +239,8 @@ named!(
     Lane,
     EventState,
     DestinationState,
-    Review
+    Review,
+    HoldState
 );
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 
 use super::attention::AlertKind;
 use super::{
-    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review,
-    SignatureStatus, Via,
+    Action, AuditOutcome, DestinationState, EventState, HoldState, JobKind, JobState, Kind, Lane,
+    Review, SignatureStatus, Via,
 };
 
 /// Runs `$m!` over every stored enum, so a new one is named once.
@@ -23,6 +23,7 @@ macro_rules! stored_enums {
             DestinationState,
             SignatureStatus,
             Review,
+            HoldState,
             Via,
             Action,
             AuditOutcome

@@ -114,6 +114,8 @@ pub struct DecisionRules {
     pub decide: Kernel,
     /// `fraud_alert.dismissed` for a dismissed review.
     pub dismissal: fn(&DismissedReview) -> Decision,
+    /// What a hold's kind decides when a person answers it.
+    pub holds: super::holds::OnDecided,
     /// The destinations an event of a type and account goes to (an event
     /// sent again goes where it would go now).
     pub route: fn(&EventPolicy, &str, EventType) -> Vec<String>,

@@ -1,5 +1,5 @@
 //! `/api/*` and `/metrics`: read and replay deliveries, jobs, merchant
-//! orders, events and fraud reviews; the inbox, an order's timeline, the
+//! orders, events, fraud reviews and holds of every kind; the inbox, an order's timeline, the
 //! search and the audit. One function per route. Every action goes
 //! through `actions`, recorded in the audit as `api`.
 
@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::Shared;
 use super::error::{AdminError, Result};
-use crate::actions::Done;
+use crate::actions::{Done, hold_does};
 use crate::domain::Review;
 use crate::domain::{EventState, JobState};
 use crate::operators::Actor;
@@ -38,6 +38,9 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/api/fraud-reviews/{id}/confirm", post(confirm))
         .route("/api/fraud-reviews/{id}/dismiss", post(dismiss))
         .route("/api/fraud-reviews/{id}", get(review))
+        .route("/api/holds", get(holds))
+        .route("/api/holds/{id}", get(hold))
+        .route("/api/holds/{id}/{action}", post(answer_hold))
         .route("/api/inbox", get(inbox))
         .route("/api/audit", get(audit))
         .route("/api/search", get(search))
@@ -268,6 +271,57 @@ async fn review(State(s): State<Shared>, Path(text): Path<String>) -> Result<Res
         "confirming": {"does": c.words, "moves_money": c.moves_money, "undo": c.undo, "amount": c.amount},
     }))
     .into_response())
+}
+
+/// Holds, newest first: `?state=held` (the default), a state or `all`;
+/// `?kind=` one kind.
+async fn holds(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Response> {
+    let q = query(raw);
+    let state = match q.get("state").unwrap_or("held") {
+        "all" => None,
+        st => Some(crate::domain::HoldState::parse(st).ok_or_else(|| {
+            AdminError::BadRequest(format!(
+                "state must be held, approved, rejected, expired or all, not {st:?}"
+            ))
+        })?),
+    };
+    let kind = q.get("kind").map(str::to_string);
+    let rows = s.store.holds(state, kind, None, limit(&q)?).await?;
+    Ok(Json(rows).into_response())
+}
+
+/// A hold with its evidence and what approving and rejecting do.
+async fn hold(State(s): State<Shared>, Path(text): Path<String>) -> Result<Response> {
+    use crate::domain::HoldAnswer::{Approve, Reject};
+    let n = id(&text)?;
+    let h = s
+        .store
+        .hold(n)
+        .await?
+        .ok_or_else(|| AdminError::NotFound(format!("no hold {n}")))?;
+    let (approving, rejecting) = (hold_does(&h, Approve), hold_does(&h, Reject));
+    Ok(Json(json!({
+        "hold": h,
+        "evidence": crate::rules::holds::evidence(&h),
+        "approving": approving,
+        "rejecting": rejecting,
+    }))
+    .into_response())
+}
+
+/// `approve` or `reject` a held hold.
+async fn answer_hold(
+    State(s): State<Shared>,
+    Path((text, action)): Path<(String, String)>,
+) -> Result<Response> {
+    let n = id(&text)?;
+    let answer = crate::domain::HoldAnswer::parse(&action).ok_or_else(|| {
+        AdminError::NotFound(format!(
+            "a hold is answered with approve or reject, not {action:?}"
+        ))
+    })?;
+    let acted = s.actions().answer_hold(&Actor::api(), n, answer).await?;
+    Ok(Json(done(acted.done, "already_decided")?).into_response())
 }
 
 async fn inbox(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Response> {

@@ -31,6 +31,7 @@ const CATALOG: &[(&str, &str, &str)] = &[
     entry!("order.awaiting_shipment"),
     entry!("order.blocked"),
     entry!("order.fraud_after_release"),
+    entry!("order.held"),
     entry!("order.released"),
     entry!("payment.cancel_failed"),
     entry!("payment.cancelled"),

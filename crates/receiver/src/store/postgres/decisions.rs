@@ -207,8 +207,9 @@ async fn decide(
 ) -> Result<Option<String>, StoreError> {
     let mut facts = GuardFacts {
         orders: orders.clone(),
-        unauthenticated_blocks_last_hour: 0,
+        ..GuardFacts::default()
     };
+    facts.holds = crate::store::holds::states_pg(tx, account, &d.guards).await?;
     if d.guards
         .iter()
         .any(|g| matches!(g, Guard::UnauthenticatedBlocksUnder(_)))
@@ -246,7 +247,7 @@ async fn decide(
                 let id = r.event.as_ref().map(|e| e.id.clone());
                 if record(tx, account, job_id, &d.subject, &r, now).await? {
                     for m in &r.marks {
-                        mark(tx, account, m, now, orders).await?;
+                        mark(tx, account, job_id, m, now, orders).await?;
                     }
                     tracing::info!(job_id, event_id = ?id, event_type = %r.event_type, subject = %d.subject, "decided");
                     return Ok(id);
@@ -378,6 +379,7 @@ async fn conflict(
 async fn mark(
     tx: &Transaction<'_>,
     account: &str,
+    job_id: Option<i64>,
     m: &Mark,
     now: i64,
     orders: &mut Locked,
@@ -409,6 +411,7 @@ async fn mark(
             orders.entry(order.to_string()).or_default().blocked = true;
         }
         Mark::Review(r) => review(tx, account, r, now).await?,
+        Mark::Hold(h) => crate::store::holds::place_pg(tx, account, h, job_id, now).await?,
     }
     Ok(())
 }

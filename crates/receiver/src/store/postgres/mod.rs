@@ -16,7 +16,7 @@
 
 mod alerts;
 pub(super) mod copy;
-mod decisions;
+pub(in crate::store) mod decisions;
 mod destinations;
 mod errors;
 mod events;

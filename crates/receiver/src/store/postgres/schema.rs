@@ -377,6 +377,24 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (account, payment_id)
     );
     "#,
+    // 12: holds (as SQLite's 16).
+    r#"
+    CREATE TABLE holds (
+        id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        account    TEXT     NOT NULL,
+        kind       TEXT     NOT NULL,
+        subject    TEXT     NOT NULL,
+        state      SMALLINT NOT NULL,   -- domain::HoldState
+        reason     TEXT     NOT NULL,
+        evidence   TEXT     NOT NULL,   -- JSON: what the rule read
+        job_id     BIGINT,
+        decided_by TEXT,
+        decided_at BIGINT,
+        created_at BIGINT   NOT NULL,
+        UNIQUE (account, kind, subject)
+    );
+    CREATE INDEX holds_state ON holds (state, id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -13,8 +13,8 @@ use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
 use crate::domain::attention::AlertKind;
 use crate::domain::{
-    Action, AuditOutcome, DestinationState, EventState, JobKind, JobState, Kind, Lane, Review,
-    SignatureStatus, Via,
+    Action, AuditOutcome, DestinationState, EventState, HoldState, JobKind, JobState, Kind, Lane,
+    Review, SignatureStatus, Via,
 };
 
 /// One bound value, borrowed from the parameter.
@@ -273,6 +273,7 @@ coded!(
     DestinationState,
     SignatureStatus,
     Review,
+    HoldState,
     Via,
     Action,
     AuditOutcome

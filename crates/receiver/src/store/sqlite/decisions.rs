@@ -63,7 +63,7 @@ pub(super) fn apply(
 
 /// Records one decision as the kernel says; returns its event's id when
 /// one was queued.
-pub(super) fn decide(
+pub(in crate::store) fn decide(
     conn: &Connection,
     account: &str,
     job_id: Option<i64>,
@@ -126,7 +126,7 @@ fn record(
         return Ok(None);
     }
     for m in &r.marks {
-        mark(conn, account, m, now)?;
+        mark(conn, account, job_id, m, now)?;
     }
     let Some(event) = r.event else {
         tracing::info!(job_id, event_type = %r.event_type, subject, "decided (not told)");
@@ -165,6 +165,13 @@ fn facts(
         if let Some(order) = g.order() {
             let flags = order_flags(conn, account, order.as_str())?;
             facts.orders.insert(order.to_string(), flags);
+        }
+        if let Some((kind, subject)) = g.hold()
+            && let Some(state) = crate::store::holds::state_sqlite(conn, account, kind, subject)?
+        {
+            facts
+                .holds
+                .insert((kind.to_string(), subject.to_string()), state);
         }
         if matches!(g, Guard::UnauthenticatedBlocksUnder(_)) {
             facts.unauthenticated_blocks_last_hour = conn
@@ -224,7 +231,13 @@ fn recorded_final(
     Ok(text.as_deref().and_then(EventType::parse))
 }
 
-fn mark(conn: &Connection, account: &str, m: &Mark, now: i64) -> rusqlite::Result<()> {
+fn mark(
+    conn: &Connection,
+    account: &str,
+    job_id: Option<i64>,
+    m: &Mark,
+    now: i64,
+) -> rusqlite::Result<()> {
     let (order, column) =
         match m {
             Mark::OrderReleased(o) => (o, "released_at"),
@@ -243,6 +256,9 @@ fn mark(conn: &Connection, account: &str, m: &Mark, now: i64) -> rusqlite::Resul
                 (order, "blocked_at")
             }
             Mark::Review(r) => return review(conn, account, r, now),
+            Mark::Hold(h) => {
+                return crate::store::holds::place_sqlite(conn, account, h, job_id, now);
+            }
         };
     conn.prepare_cached(&format!(
         "INSERT INTO orders (account, order_id, {column}, updated_at) VALUES (?1, ?2, ?3, ?3)

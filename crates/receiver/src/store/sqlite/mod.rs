@@ -13,7 +13,7 @@
 //! waits for the server's writer for up to 5 seconds.
 
 pub(super) mod copy;
-mod decisions;
+pub(in crate::store) mod decisions;
 mod deliveries;
 mod destinations;
 mod events;

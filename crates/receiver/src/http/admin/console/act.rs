@@ -21,14 +21,14 @@ use crate::operators::Actor;
 #[derive(Deserialize)]
 pub struct ActForm {
     #[serde(default)]
-    csrf: String,
+    pub(super) csrf: String,
     /// The page to go back to.
     back: Option<String>,
     /// `yes` once the person confirmed a second time.
-    sure: Option<String>,
+    pub(super) sure: Option<String>,
 }
 
-fn check(op: &Operator, csrf: &str) -> Result<(), HtmlError> {
+pub(super) fn check(op: &Operator, csrf: &str) -> Result<(), HtmlError> {
     if csrf_ok(op, csrf) {
         Ok(())
     } else {
@@ -38,7 +38,7 @@ fn check(op: &Operator, csrf: &str) -> Result<(), HtmlError> {
 
 /// Back to `back` (a path of this listener, its query dropped) or
 /// `default`, showing the audit entry.
-fn back_to(back: Option<&str>, default: String, audit: i64) -> Response {
+pub(super) fn back_to(back: Option<&str>, default: String, audit: i64) -> Response {
     let to = local(back, &default);
     let path = to.split('?').next().unwrap_or("/");
     see_other(&format!("{path}?done={audit}"))

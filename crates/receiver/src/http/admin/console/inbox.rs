@@ -52,6 +52,7 @@ impl Group {
 struct InboxPage {
     chrome: Chrome,
     reviews: Vec<ReviewItem>,
+    holds: Vec<super::holds::HoldItem>,
     after_release: Vec<Flagged>,
     at_risk: Vec<Flagged>,
     mismatches: Vec<JobSummary>,
@@ -79,7 +80,15 @@ pub async fn page(
             d,
         })
         .collect();
+    let holds: Vec<_> = s
+        .store
+        .holds(Some(crate::domain::HoldState::Held), None, None, SHOWN)
+        .await?
+        .into_iter()
+        .map(super::holds::HoldItem::of)
+        .collect();
     let empty = reviews.is_empty()
+        && holds.is_empty()
         && inbox.after_release.is_empty()
         && inbox.at_risk.is_empty()
         && mismatches.is_empty()
@@ -90,6 +99,7 @@ pub async fn page(
     Ok(render(&InboxPage {
         chrome,
         reviews,
+        holds,
         after_release: inbox.after_release,
         at_risk: inbox.at_risk,
         mismatches,

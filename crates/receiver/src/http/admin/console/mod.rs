@@ -9,6 +9,7 @@
 //! - `orders.rs`: `/orders`, `/orders/{id}` (the timeline), `/search`.
 //! - `items.rs`: lists and pages of deliveries, jobs, events, reviews, the audit.
 //! - `reviews.rs`: `/fraud-reviews`, every review, held or decided.
+//! - `holds.rs`: `/holds/{id}` and the one route answering a hold of any kind.
 //! - `act.rs`: the actions.
 //! - `destinations.rs`: `/destinations`, enable and recover.
 //! - `health.rs`, `charts.rs`: `/health` and its SVG charts.
@@ -17,6 +18,7 @@ mod act;
 mod charts;
 mod destinations;
 mod health;
+mod holds;
 mod inbox;
 mod items;
 mod orders;
@@ -50,6 +52,8 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/events/{id}", get(items::event))
         .route("/fraud-reviews", get(reviews::list))
         .route("/fraud-reviews/{id}", get(items::review))
+        .route("/holds/{id}", get(holds::page))
+        .route("/holds/{id}/{action}", post(holds::answer))
         .route("/audit", get(items::audit))
         .route("/destinations", get(destinations::list))
         .route("/destinations/{name}", get(destinations::page))

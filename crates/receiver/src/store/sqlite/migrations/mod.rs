@@ -441,6 +441,25 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (account, payment_id)
     ) STRICT, WITHOUT ROWID;
     "#,
+    // 16: holds, every kind in one table (`domain::holds`): what waits for
+    // a person, and who decided it and when.
+    r#"
+    CREATE TABLE holds (
+        id         INTEGER PRIMARY KEY,
+        account    TEXT    NOT NULL,
+        kind       TEXT    NOT NULL,   -- rules::holds::Kind::name
+        subject    TEXT    NOT NULL,
+        state      INTEGER NOT NULL,   -- domain::HoldState
+        reason     TEXT    NOT NULL,
+        evidence   TEXT    NOT NULL,   -- JSON: what the rule read
+        job_id     INTEGER,            -- the job that placed it
+        decided_by TEXT,
+        decided_at INTEGER,
+        created_at INTEGER NOT NULL,
+        UNIQUE (account, kind, subject)
+    ) STRICT;
+    CREATE INDEX holds_state ON holds (state, id);
+    "#,
 ];
 
 /// The schema version this build writes.
