@@ -133,6 +133,13 @@ async fn fill(location: &Location) {
                         payment: Some(PaymentId::parse("123").unwrap()),
                         reason: "unauthenticated".into(),
                     }),
+                    // A hold, as any kind places one.
+                    Mark::Hold(pointhook::domain::HoldMark {
+                        kind: "review_above",
+                        subject: format!("merchant_order:{order}"),
+                        reason: "total 10.50 is above the review amount 5.00".into(),
+                        evidence: json!({"merchant_order_id": order}).to_string(),
+                    }),
                 ],
                 slot: Slot::Once,
                 reason: "test".into(),
