@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::wire::PlatformError;
+use crate::domain::{Failure, FailureClass};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -93,6 +94,38 @@ impl ApiError {
             | ApiError::NotFound { .. }
             | ApiError::Refused { .. }
             | ApiError::UnknownAccount(_) => false,
+        }
+    }
+
+    /// The failure as a job keeps it: its class, the platform's status
+    /// where it refused or failed, and the endpoint asked.
+    pub fn failure(&self) -> Failure {
+        let (class, status, endpoint) = match self {
+            ApiError::RateLimited { endpoint, .. } => (FailureClass::RateLimited, None, *endpoint),
+            ApiError::Server {
+                endpoint, status, ..
+            } => (FailureClass::ServerError, Some(*status), *endpoint),
+            ApiError::Timeout { endpoint, .. } => (FailureClass::Timeout, None, *endpoint),
+            ApiError::Connect { endpoint, .. } => (FailureClass::Unreachable, None, *endpoint),
+            ApiError::Unauthorized { endpoint, .. } => {
+                (FailureClass::TokenRefused, None, *endpoint)
+            }
+            ApiError::NotFound { endpoint, .. } => (FailureClass::NotFound, None, *endpoint),
+            ApiError::Refused {
+                endpoint, status, ..
+            } => (FailureClass::Refused, Some(*status), *endpoint),
+            ApiError::Decode { endpoint, .. } => (FailureClass::UnexpectedAnswer, None, *endpoint),
+            ApiError::WrongResource { endpoint, .. } => {
+                (FailureClass::WrongResource, None, *endpoint)
+            }
+            ApiError::UnknownAccount(_) => {
+                return Failure::of(FailureClass::UnknownAccount);
+            }
+        };
+        Failure {
+            class,
+            status,
+            endpoint: Some(endpoint.to_string()),
         }
     }
 

@@ -1,13 +1,14 @@
 //! Domain types shared by every part: typed ids (`ids`), the stored states
 //! and kinds (`states`), the platform's resources as the rules read them
 //! (`platform`), the work a notification asks for (`work`), what a job
-//! decides (`decision`), and what the decision kernel is given and answers
+//! decides (`decision`), why a job failed (`failure`), and what the decision kernel is given and answers
 //! (`verdict`); what needs a person (`attention`) and what the audit
 //! records of a person's actions (`audit`).
 
 pub mod attention;
 pub mod audit;
 pub mod decision;
+pub mod failure;
 pub mod ids;
 pub mod platform;
 pub mod states;
@@ -19,6 +20,7 @@ pub use decision::{
     Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, OrderPayment, OrderReviews,
     OrderSeen, ReviewMark, ReviewSeen, Slot, event_id,
 };
+pub use failure::{Failure, FailureClass};
 pub use ids::{
     ChargebackId, Id, IdError, IdKind, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,
     ResourceId, kinds,

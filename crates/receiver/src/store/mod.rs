@@ -171,6 +171,7 @@ macro_rules! on {
 // Their methods use `on!`, so they are declared after it.
 mod alerts;
 mod console;
+mod failures;
 mod inspect;
 mod maintenance;
 mod order_reads;

@@ -23,6 +23,7 @@ use tracing::Instrument;
 use crate::api::ApiClient;
 use crate::api::calls::CallLog;
 use crate::api::error::{ApiError, ErrorClass};
+use crate::domain::{Failure, FailureClass};
 use crate::retry::{backoff, clamp_retry_after};
 use crate::rules::fraud::Policy;
 use crate::rules::wait::{self, Wait};
@@ -64,16 +65,18 @@ pub enum Outcome {
     Empty,
 }
 
-/// Why a job did not decide.
+/// Why a job did not decide: the words for a person, and the failure's
+/// class and endpoint, kept beside them for grouping.
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
     #[error("{reason}")]
     Retry {
         reason: String,
         after: Option<Duration>,
+        failure: Failure,
     },
-    #[error("{0}")]
-    Permanent(String),
+    #[error("{reason}")]
+    Permanent { reason: String, failure: Failure },
     #[error("{0}")]
     Panicked(String),
     /// The run no longer holds its lease: it stops and records nothing.
@@ -95,19 +98,63 @@ impl JobError {
         } else {
             Wait::NotFound
         };
+        let failure = e.failure();
         match e.class() {
             ErrorClass::Retry(after) => JobError::Retry {
                 reason: e.to_string(),
                 after,
+                failure,
             },
             ErrorClass::NotFound if wait::again(not_found, job.attempt, u32::MAX) => {
                 JobError::Retry {
                     reason: e.to_string(),
                     after: None,
+                    failure,
                 }
             }
             ErrorClass::NotFound if job.unauthenticated => JobError::Unknown(e.to_string()),
-            ErrorClass::NotFound | ErrorClass::Permanent => JobError::Permanent(e.to_string()),
+            ErrorClass::NotFound | ErrorClass::Permanent => JobError::Permanent {
+                reason: e.to_string(),
+                failure,
+            },
+        }
+    }
+
+    /// The platform is not where a rule decides yet: asked again.
+    fn waiting(reason: String) -> JobError {
+        JobError::Retry {
+            reason,
+            after: None,
+            failure: Failure::of(FailureClass::Waiting),
+        }
+    }
+
+    /// What the job names cannot be worked on: it dies.
+    fn unprocessable(reason: impl Into<String>) -> JobError {
+        JobError::Permanent {
+            reason: reason.into(),
+            failure: Failure::of(FailureClass::Unprocessable),
+        }
+    }
+
+    /// No rule decides: a person must look (the inbox shows it as such).
+    fn needs_person(reason: String) -> JobError {
+        JobError::Permanent {
+            reason,
+            failure: Failure::of(FailureClass::NeedsPerson),
+        }
+    }
+
+    /// The failure as the job keeps it.
+    fn failure(&self) -> Failure {
+        match self {
+            JobError::Retry { failure, .. } | JobError::Permanent { failure, .. } => {
+                failure.clone()
+            }
+            JobError::Panicked(_) => Failure::of(FailureClass::Panicked),
+            JobError::Store(_) => Failure::of(FailureClass::Storage),
+            // Neither is recorded as a failure.
+            JobError::LeaseLost | JobError::Unknown(_) => Failure::of(FailureClass::Unprocessable),
         }
     }
 }
@@ -335,9 +382,14 @@ impl Worker {
                 tracing::error!(error = %e, "job dead: out of attempts");
                 JobOutcome::Dead {
                     error: format!("after {} attempts: {e}", job.attempt),
+                    failure: e.failure(),
                 }
             }
-            Err(JobError::Retry { reason, after }) => {
+            Err(JobError::Retry {
+                reason,
+                after,
+                failure,
+            }) => {
                 // The platform's Retry-After is honoured up to the longest
                 // backoff: a job is never parked for longer.
                 let delay = after.map_or_else(|| backoff(job.attempt), clamp_retry_after);
@@ -345,6 +397,7 @@ impl Worker {
                 JobOutcome::Retry {
                     run_at: retry_at(delay),
                     error: reason,
+                    failure,
                 }
             }
             Err(e @ JobError::Panicked(_)) => {
@@ -352,21 +405,26 @@ impl Worker {
                 JobOutcome::Retry {
                     run_at: retry_at(backoff(job.attempt)),
                     error: e.to_string(),
+                    failure: e.failure(),
                 }
             }
-            Err(JobError::Permanent(reason)) => {
+            Err(JobError::Permanent { reason, failure }) => {
                 tracing::error!(error = %reason, "job dead");
-                JobOutcome::Dead { error: reason }
+                JobOutcome::Dead {
+                    error: reason,
+                    failure,
+                }
             }
             Err(JobError::Unknown(reason)) => {
                 tracing::info!(error = %reason, attempts = job.attempt, "not found: nothing decided; reconciliation finds it if it appears");
                 JobOutcome::Done(crate::domain::Effects::default())
             }
-            Err(JobError::Store(e)) => {
+            Err(e @ JobError::Store(_)) => {
                 tracing::warn!(error = %e, "job hit a storage error; will be retried");
                 JobOutcome::Retry {
                     run_at: retry_at(backoff(job.attempt)),
                     error: e.to_string(),
+                    failure: e.failure(),
                 }
             }
         };

@@ -316,6 +316,28 @@ pub(super) async fn delivery_page(
     }
 }
 
+/// Dead jobs a group's retry reads at most (as many as the inbox groups).
+const DEAD_IN_HOUR: i64 = 5000;
+
+/// The jobs that died in `[from, to)`, newest first, with their failures:
+/// what a group of the inbox is found again from when it is retried.
+pub(super) async fn dead_between(
+    c: &Conn<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<JobSummary>, StoreError> {
+    // A dead job's `run_at` is when it died.
+    c.query(
+        &format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE state = $1 AND run_at >= $2 AND run_at < $3
+             ORDER BY run_at DESC, id DESC LIMIT $4"
+        ),
+        &[&JobState::Dead, &from, &to, &DEAD_IN_HOUR],
+        job_summary,
+    )
+    .await
+}
+
 /// The times a job died and ran again, oldest first.
 pub(super) async fn job_deaths(c: &Conn<'_>, job: i64) -> Result<Vec<DeathView>, StoreError> {
     c.query(

@@ -376,6 +376,11 @@ const MIGRATIONS: &[&str] = &[
         platform_order TEXT NOT NULL,
         PRIMARY KEY (account, payment_id)
     );
+    "#, // 12: a job's failure, typed beside its error text (as SQLite's 16).
+    r#"
+    ALTER TABLE jobs ADD COLUMN failure_class TEXT,
+        ADD COLUMN failure_status INTEGER,
+        ADD COLUMN failure_endpoint TEXT;
     "#,
 ];
 

@@ -17,6 +17,7 @@ mod decisions;
 mod deliveries;
 mod destinations;
 mod events;
+mod failure;
 mod files;
 mod jobs;
 mod maintenance;

@@ -441,6 +441,13 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (account, payment_id)
     ) STRICT, WITHOUT ROWID;
     "#,
+    // 16: a job's failure, typed beside its error text (domain::Failure):
+    // what the inbox groups dead jobs by and retries together.
+    r#"
+    ALTER TABLE jobs ADD COLUMN failure_class TEXT;        -- domain::FailureClass
+    ALTER TABLE jobs ADD COLUMN failure_status INTEGER;    -- the platform's HTTP status
+    ALTER TABLE jobs ADD COLUMN failure_endpoint TEXT;     -- the API endpoint asked
+    "#,
 ];
 
 /// The schema version this build writes.
