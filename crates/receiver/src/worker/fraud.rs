@@ -22,10 +22,7 @@ pub(super) async fn run(
     alert: FraudAlert,
 ) -> Result<Effects, JobError> {
     let account = job.account.as_str();
-    let policy = ctx.fraud.get(account).copied().unwrap_or(plan::Policy {
-        unauthenticated: Default::default(),
-        blocks_per_hour: 0,
-    });
+    let policy = ctx.policy(job).clone();
     let review = ctx
         .store
         .latest_review(job.account.clone(), job.key.clone())

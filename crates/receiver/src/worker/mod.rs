@@ -9,7 +9,6 @@ mod ctx;
 mod fraud;
 mod handlers;
 
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +24,7 @@ use crate::api::calls::CallLog;
 use crate::api::error::{ApiError, ErrorClass};
 use crate::domain::{Failure, FailureClass};
 use crate::retry::{backoff, clamp_retry_after};
-use crate::rules::fraud::Policy;
+use crate::rules::Policies;
 use crate::rules::wait::{self, Wait};
 use crate::store::{self, FetchRow, Finish, JobOutcome, Lease, LeasedJob, Store, StoreError};
 use pointhook_common::clock::Clock;
@@ -41,8 +40,8 @@ pub struct WorkerSettings {
     /// Jobs still running this long after shutdown are stopped and their
     /// leases released.
     pub drain: Duration,
-    /// Each account's fraud settings.
-    pub fraud: HashMap<String, Policy>,
+    /// Each account's policy, as the configuration resolved it.
+    pub policies: Policies,
     /// Where each run's end is counted.
     pub metrics: crate::metrics::SharedMetrics,
 }
@@ -312,7 +311,7 @@ impl Worker {
                 store: &self.store,
                 clock: self.clock.as_ref(),
                 max_attempts: self.settings.max_attempts,
-                fraud: &self.settings.fraud,
+                policies: &self.settings.policies,
                 metrics: &self.settings.metrics,
             };
             #[cfg(feature = "fault-injection")]
