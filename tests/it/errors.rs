@@ -367,8 +367,7 @@ async fn a_dead_jobs_failure_is_kept_typed_and_grouped_by_it() {
 
     let api = FakeApi::start().await;
     let clock = Arc::new(ManualClock::new(SystemTime::now()));
-    let (app, mut b) =
-        signed_in(TestConfig::default().api(&api.uri()).clock(clock.clone())).await;
+    let (app, mut b) = signed_in(TestConfig::default().api(&api.uri()).clock(clock.clone())).await;
     for order in ["811", "812"] {
         api.fail_next(&format!("/merchant_orders/{order}"), 1000, status(502))
             .await;

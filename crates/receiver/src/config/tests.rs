@@ -42,7 +42,11 @@ fn the_packaged_config_is_the_sample_with_its_database_in_var_lib() {
         .arg(format!("{root}/scripts/packaged-config.sh"))
         .output()
         .expect("sh runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let packaged = String::from_utf8(out.stdout).unwrap();
     let config = parse(&packaged).expect("the packaged configuration must parse");
     assert_eq!(

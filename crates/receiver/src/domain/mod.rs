@@ -2,7 +2,7 @@
 //! and kinds (`states`), the platform's resources as the rules read them
 //! (`platform`), the work a notification asks for (`work`), what a job
 //! decides (`decision`), why a job failed (`failure`), and what the decision kernel is given and answers
-//! (`verdict`); what needs a person (`attention`) and what the audit
+//! (`verdict`), what a decision is about (`subject`); what needs a person (`attention`) and what the audit
 //! records of a person's actions (`audit`).
 
 pub mod attention;
@@ -12,6 +12,7 @@ pub mod failure;
 pub mod ids;
 pub mod platform;
 pub mod states;
+pub mod subject;
 pub mod verdict;
 pub mod work;
 

@@ -35,7 +35,11 @@ impl FailureCells<'_> {
 /// (or one written before the columns were, or of a class this build does
 /// not know).
 pub(in crate::store) fn read(r: &Row<'_>, at: usize) -> Result<Option<Failure>, StoreError> {
-    let Some(class) = r.get::<Option<String>>(at)?.as_deref().and_then(FailureClass::parse) else {
+    let Some(class) = r
+        .get::<Option<String>>(at)?
+        .as_deref()
+        .and_then(FailureClass::parse)
+    else {
         return Ok(None);
     };
     Ok(Some(Failure {

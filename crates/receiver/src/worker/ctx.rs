@@ -7,8 +7,8 @@ use crate::api::ApiClient;
 use crate::api::calls::CallLog;
 use crate::domain::Effects;
 use crate::metrics::SharedMetrics;
-use crate::rules::{Policies, Policy};
 use crate::rules::wait::{self, Wait};
+use crate::rules::{Policies, Policy};
 use crate::store::{Finish, LeasedJob, Store};
 use pointhook_common::clock::Clock;
 

@@ -53,7 +53,9 @@ async fn payment(ctx: &Ctx<'_>, job: &LeasedJob, id: &PaymentId) -> Result<Effec
     if rules::payment::order_is_behind(&payment, &order) && ctx.may_wait(job, Wait::OrderBehind) {
         // Tell the payment now; the order is looked at again shortly.
         ctx.record(job, effects).await?;
-        return Err(JobError::waiting(format!("merchant order {order_id} does not list approved payment {id} yet")));
+        return Err(JobError::waiting(format!(
+            "merchant order {order_id} does not list approved payment {id} yet"
+        )));
     }
     let order_effects = rules::release::order_effects(&order)
         .map_err(overflow(format!("merchant order {order_id}")))?;
@@ -143,7 +145,9 @@ async fn intent(ctx: &Ctx<'_>, job: &LeasedJob, id: &IntentId) -> Result<Effects
             payment.as_ref(),
             outcome,
         ))),
-        IntentDecision::Wait(reason) => Err(JobError::waiting(format!("payment intent {id}: {reason}"))),
+        IntentDecision::Wait(reason) => {
+            Err(JobError::waiting(format!("payment intent {id}: {reason}")))
+        }
         IntentDecision::NotFinal(state) => not_final(
             ctx,
             job,
@@ -174,7 +178,9 @@ async fn platform_order(
             // Recorded now, so not again with the decision.
             keep_payments(ctx, job, std::mem::take(&mut payments)).await?;
             let Some(pid) = order.payments.iter().find_map(|t| t.payment_id()) else {
-                return Err(JobError::waiting(format!("order {id} asks for a check but names no payment yet")));
+                return Err(JobError::waiting(format!(
+                    "order {id} asks for a check but names no payment yet"
+                )));
             };
             let payment = ctx
                 .api
@@ -185,9 +191,9 @@ async fn platform_order(
                 Some(outcome) => (outcome, Some(payment.status)),
                 None => {
                     return Err(JobError::waiting(format!(
-                            "order {id}: payment {pid} is still {}",
-                            payment.status.as_str()
-                        )));
+                        "order {id}: payment {pid} is still {}",
+                        payment.status.as_str()
+                    )));
                 }
             }
         }

@@ -3,10 +3,8 @@
 //! follows from them (its round, its subject, where a review leaves it).
 
 use crate::domain::platform::{MerchantOrder, Payment};
+use crate::domain::{FraudAlert, MerchantOrderId, OrderReviews, Review, ReviewSeen};
 use crate::rules::Policy;
-use crate::domain::{
-    FraudAlert, MerchantOrderId, OrderReviews, Review, ReviewSeen,
-};
 
 /// What an API lookup found.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

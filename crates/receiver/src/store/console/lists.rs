@@ -84,12 +84,13 @@ pub(super) async fn order_list(
                 .unwrap_or(i64::MAX);
             c.query(
                 &format!(
-                    "SELECT d.account, substr(d.subject, 16), d.created_at, o.total_amount,
+                    "SELECT d.account, d.subject_id, d.created_at, o.total_amount,
                             o.paid_amount, d.id
                      FROM decisions d {index}
                      LEFT JOIN orders o
-                         ON o.account = d.account AND o.order_id = substr(d.subject, 16)
-                     WHERE d.event_type = '{event}' AND d.id < $1 AND {open}
+                         ON o.account = d.account AND o.order_id = d.subject_id
+                     WHERE d.event_type = '{event}' AND d.subject_kind = 'merchant_order'
+                       AND d.id < $1 AND {open}
                      ORDER BY d.id DESC LIMIT $2"
                 ),
                 &[&before, &limit],

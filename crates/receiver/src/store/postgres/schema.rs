@@ -381,6 +381,12 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs ADD COLUMN failure_class TEXT,
         ADD COLUMN failure_status INTEGER,
         ADD COLUMN failure_endpoint TEXT;
+    "#, // 13: a decision's subject in its two parts (as SQLite's 17).
+    r#"
+    ALTER TABLE decisions
+        ADD COLUMN subject_kind TEXT GENERATED ALWAYS AS (split_part(subject, ':', 1)) STORED,
+        ADD COLUMN subject_id TEXT
+            GENERATED ALWAYS AS (substr(subject, strpos(subject, ':') + 1)) STORED;
     "#,
 ];
 

@@ -13,10 +13,10 @@ use axum::response::Response;
 use super::super::session::Operator;
 use super::{Chrome, Done};
 use crate::actions::{Consequence, consequence};
+use crate::domain::FailureClass;
 use crate::http::admin::html::{HtmlError, render};
 use crate::store::DestinationView;
 use crate::store::console_views::{Flagged, Missed, ReviewDetail};
-use crate::domain::FailureClass;
 use crate::store::views::{EventSummary, JobSummary};
 
 /// Items of each kind the inbox shows at most.

@@ -448,6 +448,14 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs ADD COLUMN failure_status INTEGER;    -- the platform's HTTP status
     ALTER TABLE jobs ADD COLUMN failure_endpoint TEXT;     -- the API endpoint asked
     "#,
+    // 17: a decision's subject in its two parts (domain::subject), derived
+    // from the one text the decision's key holds, for queries to join on.
+    r#"
+    ALTER TABLE decisions ADD COLUMN subject_kind TEXT
+        GENERATED ALWAYS AS (substr(subject, 1, instr(subject, ':') - 1)) VIRTUAL;
+    ALTER TABLE decisions ADD COLUMN subject_id TEXT
+        GENERATED ALWAYS AS (substr(subject, instr(subject, ':') + 1)) VIRTUAL;
+    "#,
 ];
 
 /// The schema version this build writes.
