@@ -172,3 +172,32 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The failure is made from the error's fields, not its words.
+    #[test]
+    fn a_failure_names_its_class_status_and_endpoint() {
+        let server = ApiError::Server {
+            endpoint: "merchant_order",
+            id: "7".into(),
+            status: 502,
+            error: PlatformError::default(),
+        };
+        let f = server.failure();
+        assert_eq!(
+            (f.class, f.status, f.endpoint.as_deref()),
+            (FailureClass::ServerError, Some(502), Some("merchant_order"))
+        );
+        let timeout = ApiError::Timeout {
+            endpoint: "payment",
+            id: "1".into(),
+        };
+        assert_eq!(timeout.failure().class, FailureClass::Timeout);
+        assert_eq!(timeout.failure().status, None);
+        let unknown = ApiError::UnknownAccount("x".into()).failure();
+        assert_eq!(unknown, Failure::of(FailureClass::UnknownAccount));
+    }
+}
