@@ -2,7 +2,7 @@
 //! back, row for row, through the real binary; what it refuses.
 
 use pointhook::domain::attention::{AlertKind, Incident};
-use pointhook::domain::{Action, AuditOutcome, Via};
+use pointhook::domain::{Action, AuditOutcome, Failure, FailureClass, Via};
 use pointhook::domain::{
     Decision, Effects, EventType, Guard, Kind, Mark, MerchantOrderId, OrderPayment, OrderSeen,
     PaymentId, PlatformOrderId, Review, ReviewMark, SignatureStatus, Slot, Work,
@@ -149,6 +149,11 @@ async fn fill(location: &Location) {
             JobOutcome::Retry {
                 run_at: i64::MAX,
                 error: "timeout \u{1b} talking to the API".into(),
+                failure: Failure {
+                    class: FailureClass::Timeout,
+                    status: None,
+                    endpoint: Some("merchant_order".into()),
+                },
             }
         } else {
             JobOutcome::Done(effects)
@@ -232,6 +237,11 @@ async fn fill(location: &Location) {
     let id = job.id;
     let dead = JobOutcome::Dead {
         error: "after 6 attempts: gone".into(),
+        failure: Failure {
+            class: FailureClass::ServerError,
+            status: Some(503),
+            endpoint: Some("payment".into()),
+        },
     };
     store.finish_job(job, dead, Vec::new(), now).await.unwrap();
     assert!(store.retry_job(id, now + 1).await.unwrap());

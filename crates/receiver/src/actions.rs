@@ -17,6 +17,7 @@ pub use holds::hold_does;
 use std::sync::Arc;
 
 use crate::domain::platform::PaymentStatus;
+use crate::domain::subject::Subject;
 use crate::domain::{Action, AuditOutcome};
 use crate::operators::Actor;
 use crate::rules::fraud::{Undo, undo_for};
@@ -121,20 +122,19 @@ pub fn consequence(r: &ReviewDetail) -> Consequence {
     }
 }
 
-/// The order (or intent, or payment) a job or event subject is about.
+/// The order (or intent, or payment) an event's subject or a job's key is
+/// about: a subject as `domain::subject` reads it; a job's key is its
+/// subject's text but for a fraud alert's (`fraud:ORDER:PAYMENT`, or
+/// `fraud:ipn:N`, which names no order).
 pub fn order_of(key: &str) -> Option<String> {
-    let (kind, rest) = key.split_once(':')?;
-    match kind {
-        "merchant_order" | "platform_order" | "payment_intent" | "payment" => {
-            Some(rest.to_string())
-        }
-        "fraud" | "fraud_alert" => rest
-            .split(':')
-            .next()
-            .filter(|o| *o != "-" && *o != "ipn")
-            .map(str::to_string),
-        _ => None,
+    if let Some(subject) = Subject::parse(key) {
+        return subject.order().map(str::to_string);
     }
+    key.strip_prefix("fraud:")?
+        .split(':')
+        .next()
+        .filter(|o| *o != "-" && *o != "ipn")
+        .map(str::to_string)
 }
 
 /// Acts for a person, recording each action.
@@ -454,5 +454,7 @@ mod tests {
         assert_eq!(order_of("fraud:12:34").as_deref(), Some("12"));
         assert_eq!(order_of("fraud:-:34"), None);
         assert_eq!(order_of("chargeback:1"), None);
+        assert_eq!(order_of("fraud_alert:12:34#2").as_deref(), Some("12"));
+        assert_eq!(order_of("fraud:ipn:5"), None);
     }
 }

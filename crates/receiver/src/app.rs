@@ -100,19 +100,9 @@ impl App {
                 max_attempts: config.worker.max_attempts,
                 lease: Duration::from_secs(config.worker.lease_secs),
                 drain: Duration::from_secs(config.server.drain_timeout_secs),
-                fraud: accounts
+                policies: accounts
                     .iter()
-                    .map(|a| {
-                        let policy = rules::fraud::Policy {
-                            unauthenticated: a.fraud_unauthenticated,
-                            blocks_per_hour: a.fraud_blocks_per_hour,
-                        };
-                        (a.name.clone(), policy)
-                    })
-                    .collect(),
-                holds: accounts
-                    .iter()
-                    .map(|a| (a.name.clone(), a.holds.clone()))
+                    .map(|a| (a.name.clone(), a.policy.clone()))
                     .collect(),
                 metrics: metrics.clone(),
             },

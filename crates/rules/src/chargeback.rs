@@ -5,11 +5,12 @@
 use serde_json::json;
 
 use crate::domain::platform::Chargeback;
+use crate::domain::subject::{Subject, SubjectKind};
 use crate::domain::{Decision, EventType, Guard, Mark, MerchantOrderId, PaymentId, Slot};
 
 pub fn updated(cb: &Chargeback) -> Decision {
     Decision {
-        subject: format!("chargeback:{}", cb.id),
+        subject: Subject::new(SubjectKind::Chargeback, &cb.id).to_string(),
         key: format!("chargeback.updated:{}", cb.status_key()),
         event: EventType::ChargebackUpdated,
         data: json!({
@@ -35,7 +36,7 @@ pub fn updated(cb: &Chargeback) -> Decision {
 
 pub fn at_risk(cb: &Chargeback, payment: &PaymentId, order: &MerchantOrderId) -> Decision {
     Decision {
-        subject: format!("merchant_order:{order}"),
+        subject: Subject::merchant_order(order).to_string(),
         key: format!("order.at_risk:{}", cb.id),
         event: EventType::OrderAtRisk,
         data: json!({

@@ -5,6 +5,7 @@ use pointhook_common::money::Money;
 use serde_json::json;
 
 use crate::domain::platform::{Payment, PaymentIntent, PaymentStatus};
+use crate::domain::subject::{Subject, SubjectKind};
 use crate::domain::{Decision, EventType, IntentState, Slot};
 
 /// The final outcome of a payment intent, which names its event.
@@ -145,7 +146,7 @@ pub fn decision(
         None => "no payment".to_string(),
     };
     Decision {
-        subject: format!("payment_intent:{}", intent.id),
+        subject: Subject::new(SubjectKind::PaymentIntent, &intent.id).to_string(),
         key: "final".into(),
         event: outcome.event(),
         data: json!({

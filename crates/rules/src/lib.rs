@@ -25,6 +25,7 @@
 //! - [`fraud`]: the fraud alert's saga, as a typed plan of steps.
 //! - [`holds`]: decisions that wait for a person, every kind of hold.
 //! - [`wait`]: how long a job asks the API again before deciding.
+//! - [`policy`]: an account's settings, built once and read by the rules.
 //! - [`alerts`]: what needs a person, and when they are told.
 
 pub mod domain;
@@ -37,11 +38,13 @@ pub mod intent;
 pub mod kernel;
 pub mod payment;
 pub mod platform_order;
+pub mod policy;
 pub mod release;
 pub mod routing;
 pub mod wait;
 
 pub use intent::{IntentDecision, IntentOutcome};
+pub use policy::{Policies, Policy};
 pub use release::{Release, ReleaseDecision};
 
 use crate::domain::verdict::{DecisionRules, EventPolicy};

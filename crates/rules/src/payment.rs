@@ -6,12 +6,13 @@
 use serde_json::json;
 
 use crate::domain::platform::{MerchantOrder, Payment, PaymentStatus};
+use crate::domain::subject::{Subject, SubjectKind};
 use crate::domain::{Decision, EventType, Slot};
 
 /// `payment.updated`, once per (payment, status).
 pub fn updated(p: &Payment) -> Decision {
     Decision {
-        subject: format!("payment:{}", p.id),
+        subject: Subject::new(SubjectKind::Payment, &p.id).to_string(),
         key: format!("payment.updated:{}", p.status.as_str()),
         event: EventType::PaymentUpdated,
         data: json!({

@@ -12,6 +12,7 @@ use pointhook_common::text::printable;
 use serde_json::json;
 
 use crate::domain::platform::{PaymentStatus, PlatformOrder};
+use crate::domain::subject::{Subject, SubjectKind};
 use crate::domain::{Decision, EventType, OrderPayment, Slot};
 
 /// What an order's status says.
@@ -114,7 +115,7 @@ pub fn decisions(
 }
 
 fn subject(order: &PlatformOrder) -> String {
-    format!("platform_order:{}", order.id)
+    Subject::new(SubjectKind::PlatformOrder, &order.id).to_string()
 }
 
 /// What was refunded: the refunds listed, else what the payments say, else

@@ -4,6 +4,7 @@ use pointhook_common::money::{Money, Overflow};
 use serde_json::json;
 
 use crate::domain::platform::{MerchantOrder, PaymentStatus};
+use crate::domain::subject::Subject;
 use crate::domain::{Decision, Effects, EventType, Guard, Mark, OrderSeen, PaymentId, Slot};
 
 /// What the release rule says about a merchant order.
@@ -74,7 +75,7 @@ pub fn order_effects(order: &MerchantOrder) -> Result<Effects, Overflow> {
     });
     let reason = reason(order, &d);
     let decision = |event: EventType, guards: Vec<Guard>, marks: Vec<Mark>| Decision {
-        subject: format!("merchant_order:{oid}"),
+        subject: Subject::merchant_order(&oid).to_string(),
         key: event.as_str().into(),
         event,
         data: data.clone(),

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::wire::PlatformError;
+use crate::domain::{Failure, FailureClass};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -96,6 +97,38 @@ impl ApiError {
         }
     }
 
+    /// The failure as a job keeps it: its class, the platform's status
+    /// where it refused or failed, and the endpoint asked.
+    pub fn failure(&self) -> Failure {
+        let (class, status, endpoint) = match self {
+            ApiError::RateLimited { endpoint, .. } => (FailureClass::RateLimited, None, *endpoint),
+            ApiError::Server {
+                endpoint, status, ..
+            } => (FailureClass::ServerError, Some(*status), *endpoint),
+            ApiError::Timeout { endpoint, .. } => (FailureClass::Timeout, None, *endpoint),
+            ApiError::Connect { endpoint, .. } => (FailureClass::Unreachable, None, *endpoint),
+            ApiError::Unauthorized { endpoint, .. } => {
+                (FailureClass::TokenRefused, None, *endpoint)
+            }
+            ApiError::NotFound { endpoint, .. } => (FailureClass::NotFound, None, *endpoint),
+            ApiError::Refused {
+                endpoint, status, ..
+            } => (FailureClass::Refused, Some(*status), *endpoint),
+            ApiError::Decode { endpoint, .. } => (FailureClass::UnexpectedAnswer, None, *endpoint),
+            ApiError::WrongResource { endpoint, .. } => {
+                (FailureClass::WrongResource, None, *endpoint)
+            }
+            ApiError::UnknownAccount(_) => {
+                return Failure::of(FailureClass::UnknownAccount);
+            }
+        };
+        Failure {
+            class,
+            status,
+            endpoint: Some(endpoint.to_string()),
+        }
+    }
+
     pub fn class(&self) -> ErrorClass {
         match self {
             ApiError::RateLimited { retry_after, .. } => ErrorClass::Retry(*retry_after),
@@ -138,4 +171,33 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The failure is made from the error's fields, not its words.
+    #[test]
+    fn a_failure_names_its_class_status_and_endpoint() {
+        let server = ApiError::Server {
+            endpoint: "merchant_order",
+            id: "7".into(),
+            status: 502,
+            error: PlatformError::default(),
+        };
+        let f = server.failure();
+        assert_eq!(
+            (f.class, f.status, f.endpoint.as_deref()),
+            (FailureClass::ServerError, Some(502), Some("merchant_order"))
+        );
+        let timeout = ApiError::Timeout {
+            endpoint: "payment",
+            id: "1".into(),
+        };
+        assert_eq!(timeout.failure().class, FailureClass::Timeout);
+        assert_eq!(timeout.failure().status, None);
+        let unknown = ApiError::UnknownAccount("x".into()).failure();
+        assert_eq!(unknown, Failure::of(FailureClass::UnknownAccount));
+    }
 }

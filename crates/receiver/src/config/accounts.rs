@@ -3,7 +3,7 @@
 //! read: only what calls the platform or verifies its signatures reads them.
 
 use super::{AccountConfig, Config, ConfigError, Secret};
-use crate::domain::UnauthenticatedAlerts;
+use crate::rules::Policy;
 
 /// An account with its secrets read in.
 #[derive(Debug, Clone)]
@@ -15,10 +15,8 @@ pub struct Account {
     /// `None`: the signature's timestamp is not checked.
     pub signature_tolerance: Option<std::time::Duration>,
     pub require_signature: bool,
-    pub fraud_unauthenticated: UnauthenticatedAlerts,
-    pub fraud_blocks_per_hour: u32,
-    /// The kinds of hold it turned on, with their settings.
-    pub holds: crate::rules::holds::Settings,
+    /// What the rules read of this account, built here once.
+    pub policy: Policy,
 }
 
 impl Config {
@@ -84,13 +82,21 @@ impl Config {
                     signature_tolerance: (a.signature_tolerance_secs > 0)
                         .then(|| std::time::Duration::from_secs(a.signature_tolerance_secs)),
                     require_signature: require_signature(a),
-                    fraud_unauthenticated: a.fraud_unauthenticated,
-                    fraud_blocks_per_hour: a.fraud_unauthenticated_blocks_per_hour,
-                    holds: hold_settings(i, a)?,
+                    policy: policy(a, hold_settings(i, a)?),
                     webhook_secrets,
                 })
             })
             .collect()
+    }
+}
+
+/// The account's policy, from its keys: the one place a per-account
+/// setting goes from the configuration to the rules.
+fn policy(a: &AccountConfig, holds: crate::rules::holds::Settings) -> Policy {
+    Policy {
+        fraud_unauthenticated: a.fraud_unauthenticated,
+        fraud_blocks_per_hour: a.fraud_unauthenticated_blocks_per_hour,
+        holds,
     }
 }
 

@@ -10,9 +10,8 @@ use crate::domain::{
     EventType, FraudAlert, Mark, MerchantOrderId, OrderReviews, PaymentId, ResourceId, Review,
     ReviewSeen, UnauthenticatedAlerts,
 };
-use crate::rules::fraud::{
-    self, BlockSeen, Finish, Lookup, Policy, Saga, Step, Undo, Undone, undo_for,
-};
+use crate::rules::Policy;
+use crate::rules::fraud::{self, BlockSeen, Finish, Lookup, Saga, Step, Undo, Undone, undo_for};
 
 /// What the made-up platform and store answer.
 #[derive(Clone)]
@@ -62,8 +61,9 @@ fn saga(a: FraudAlert, unauthenticated: UnauthenticatedAlerts, review: Option<Re
         Some(3),
         false,
         Policy {
-            unauthenticated,
-            blocks_per_hour: 10,
+            fraud_unauthenticated: unauthenticated,
+            fraud_blocks_per_hour: 10,
+            holds: Default::default(),
         },
         review,
     )

@@ -32,8 +32,10 @@ pub(super) fn delivery_summary(r: &Row<'_>) -> Result<DeliverySummary, StoreErro
     })
 }
 
-pub(super) const JOB_COLUMNS: &str =
-    "id, account, job_key, kind, state, attempts, run_at, last_error, updated_at";
+/// A job's columns as `job_summary` reads them; its failure's last
+/// (`failures::read`).
+pub(super) const JOB_COLUMNS: &str = "id, account, job_key, kind, state, attempts, run_at, \
+     last_error, updated_at, failure_class, failure_status, failure_endpoint";
 
 pub(super) fn job_summary(r: &Row<'_>) -> Result<JobSummary, StoreError> {
     let state: JobState = r.get(4)?;
@@ -47,6 +49,10 @@ pub(super) fn job_summary(r: &Row<'_>) -> Result<JobSummary, StoreError> {
         next_run: (state == JobState::Pending)
             .then(|| r.get(6).map(rfc3339))
             .transpose()?,
+        failure: match r.get::<Option<String>>(7)? {
+            Some(_) => super::failures::read(r, 9)?,
+            None => None,
+        },
         last_error: r.get(7)?,
         updated_at: rfc3339(r.get(8)?),
     })
@@ -213,10 +219,7 @@ pub(super) async fn job_by_key(
     key: &str,
 ) -> Result<Option<JobSummary>, StoreError> {
     c.query_opt(
-        sql!(
-            "SELECT id, account, job_key, kind, state, attempts, run_at, last_error, updated_at
-             FROM jobs WHERE account = $1 AND job_key = $2"
-        ),
+        &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE account = $1 AND job_key = $2"),
         &[&account, &key],
         job_summary,
     )
@@ -235,11 +238,11 @@ pub(super) async fn get_job(c: &Conn<'_>, id: i64) -> Result<Option<JobDetail>, 
             |r| {
                 Ok((
                     job_summary(r)?,
-                    r.get::<i64>(9)?,
-                    r.get::<Option<i64>>(10)?,
-                    r.get::<bool>(11)?,
-                    r.get::<Option<i64>>(12)?,
-                    r.get::<String>(13)?,
+                    r.get::<i64>(12)?,
+                    r.get::<Option<i64>>(13)?,
+                    r.get::<bool>(14)?,
+                    r.get::<Option<i64>>(15)?,
+                    r.get::<String>(16)?,
                 ))
             },
         )

@@ -171,6 +171,7 @@ macro_rules! on {
 // Their methods use `on!`, so they are declared after it.
 mod alerts;
 mod console;
+mod failures;
 pub mod holds;
 mod inspect;
 mod maintenance;

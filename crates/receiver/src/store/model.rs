@@ -4,7 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::domain::{Effects, JobKind, Kind, Lane, SignatureStatus, Work};
+use crate::domain::{Effects, Failure, JobKind, Kind, Lane, SignatureStatus, Work};
 
 /// A request accepted at the notification endpoint, ready to store.
 #[derive(Debug, Clone)]
@@ -184,9 +184,13 @@ pub enum JobOutcome {
     /// again at once when a notification asked for a re-run while it ran.
     Done(Effects),
     /// Failed for now: pending again at `run_at` (sooner if re-run was asked).
-    Retry { run_at: i64, error: String },
+    Retry {
+        run_at: i64,
+        error: String,
+        failure: Failure,
+    },
     /// Failed for good, or out of attempts.
-    Dead { error: String },
+    Dead { error: String, failure: Failure },
 }
 
 /// An API call made by a run, kept for the operator.

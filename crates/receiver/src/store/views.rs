@@ -72,6 +72,9 @@ pub struct JobSummary {
     pub attempts: i64,
     pub next_run: Option<String>,
     pub last_error: Option<String>,
+    /// What `last_error` is, typed: what the inbox groups by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<crate::domain::Failure>,
     pub updated_at: String,
 }
 

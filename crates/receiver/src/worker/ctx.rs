@@ -2,15 +2,13 @@
 //! account's settings; and the two things every handler does with them
 //! (record a step durably, ask whether it may wait once more).
 
-use std::collections::HashMap;
-
 use super::JobError;
 use crate::api::ApiClient;
 use crate::api::calls::CallLog;
 use crate::domain::Effects;
 use crate::metrics::SharedMetrics;
-use crate::rules::fraud::Policy;
 use crate::rules::wait::{self, Wait};
+use crate::rules::{Policies, Policy};
 use crate::store::{Finish, LeasedJob, Store};
 use pointhook_common::clock::Clock;
 
@@ -21,8 +19,8 @@ pub(super) struct Ctx<'a> {
     pub store: &'a Store,
     pub clock: &'a dyn Clock,
     pub max_attempts: u32,
-    /// Each account's fraud settings.
-    pub fraud: &'a HashMap<String, Policy>,
+    /// Each account's policy.
+    pub policies: &'a Policies,
     pub metrics: &'a SharedMetrics,
 }
 
@@ -41,6 +39,12 @@ impl Ctx<'_> {
             Finish::Recorded(_) => Ok(()),
             Finish::LeaseLost => Err(JobError::LeaseLost),
         }
+    }
+
+    /// The policy of the job's account, whole: what each rule it runs
+    /// reads of the account's settings.
+    pub fn policy(&self, job: &LeasedJob) -> &Policy {
+        self.policies.of(&job.account)
     }
 
     /// Whether the job may ask the API once more for `why`.

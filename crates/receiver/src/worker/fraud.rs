@@ -22,10 +22,7 @@ pub(super) async fn run(
     alert: FraudAlert,
 ) -> Result<Effects, JobError> {
     let account = job.account.as_str();
-    let policy = ctx.fraud.get(account).copied().unwrap_or(plan::Policy {
-        unauthenticated: Default::default(),
-        blocks_per_hour: 0,
-    });
+    let policy = ctx.policy(job).clone();
     let review = ctx
         .store
         .latest_review(job.account.clone(), job.key.clone())
@@ -76,7 +73,7 @@ pub(super) async fn run(
                     .marks
                     .iter()
                     .find_map(|m| m.order().cloned())
-                    .ok_or_else(|| JobError::Permanent("a block that names no order".into()))?;
+                    .ok_or_else(|| JobError::unprocessable("a block that names no order"))?;
                 ctx.record(job, Effects::one(decision)).await?;
                 let (released, blocked_by_alert) = ctx
                     .store
@@ -115,7 +112,7 @@ pub(super) async fn run(
             }
         }
     }
-    Err(JobError::Permanent(format!(
+    Err(JobError::unprocessable(format!(
         "the fraud saga took more than {MAX_STEPS} steps"
     )))
 }
@@ -139,6 +136,7 @@ fn undone<T>(answer: Result<T, ApiError>) -> Result<Undone, JobError> {
             ErrorClass::Retry(after) => Err(JobError::Retry {
                 reason: e.to_string(),
                 after,
+                failure: e.failure(),
             }),
             ErrorClass::NotFound | ErrorClass::Permanent => Ok(Undone::Refused(e.to_string())),
         },

@@ -16,7 +16,7 @@ use crate::rules::{self, IntentDecision};
 use crate::store::LeasedJob;
 
 pub(super) async fn run(ctx: &Ctx<'_>, job: &LeasedJob) -> Result<Effects, JobError> {
-    let work = job.work.clone().map_err(JobError::Permanent)?;
+    let work = job.work.clone().map_err(JobError::unprocessable)?;
     match work {
         Work::Payment { id } => payment(ctx, job, &id).await,
         Work::MerchantOrder { id } => merchant_order(ctx, job, &id).await,
@@ -28,7 +28,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, job: &LeasedJob) -> Result<Effects, JobEr
 }
 
 fn overflow(what: String) -> impl FnOnce(Overflow) -> JobError {
-    move |e| JobError::Permanent(format!("{what}: {e}"))
+    move |e| JobError::unprocessable(format!("{what}: {e}"))
 }
 
 /// Each new status of the payment is told; then its merchant order, if it
@@ -53,10 +53,9 @@ async fn payment(ctx: &Ctx<'_>, job: &LeasedJob, id: &PaymentId) -> Result<Effec
     if rules::payment::order_is_behind(&payment, &order) && ctx.may_wait(job, Wait::OrderBehind) {
         // Tell the payment now; the order is looked at again shortly.
         ctx.record(job, effects).await?;
-        return Err(JobError::Retry {
-            reason: format!("merchant order {order_id} does not list approved payment {id} yet"),
-            after: None,
-        });
+        return Err(JobError::waiting(format!(
+            "merchant order {order_id} does not list approved payment {id} yet"
+        )));
     }
     let order_effects = rules::release::order_effects(&order)
         .map_err(overflow(format!("merchant order {order_id}")))?;
@@ -134,7 +133,7 @@ async fn intent(ctx: &Ctx<'_>, job: &LeasedJob, id: &IntentId) -> Result<Effects
     };
     if let Some(p) = &payment {
         rules::intent::payment_matches(&intent, p).map_err(|m| {
-            JobError::Permanent(format!(
+            JobError::needs_person(format!(
                 "payment intent {id} not decided, a person must look: {m}"
             ))
         })?;
@@ -146,10 +145,9 @@ async fn intent(ctx: &Ctx<'_>, job: &LeasedJob, id: &IntentId) -> Result<Effects
             payment.as_ref(),
             outcome,
         ))),
-        IntentDecision::Wait(reason) => Err(JobError::Retry {
-            reason: format!("payment intent {id}: {reason}"),
-            after: None,
-        }),
+        IntentDecision::Wait(reason) => {
+            Err(JobError::waiting(format!("payment intent {id}: {reason}")))
+        }
         IntentDecision::NotFinal(state) => not_final(
             ctx,
             job,
@@ -180,10 +178,9 @@ async fn platform_order(
             // Recorded now, so not again with the decision.
             keep_payments(ctx, job, std::mem::take(&mut payments)).await?;
             let Some(pid) = order.payments.iter().find_map(|t| t.payment_id()) else {
-                return Err(JobError::Retry {
-                    reason: format!("order {id} asks for a check but names no payment yet"),
-                    after: None,
-                });
+                return Err(JobError::waiting(format!(
+                    "order {id} asks for a check but names no payment yet"
+                )));
             };
             let payment = ctx
                 .api
@@ -193,13 +190,10 @@ async fn platform_order(
             match po::checked(&payment.status) {
                 Some(outcome) => (outcome, Some(payment.status)),
                 None => {
-                    return Err(JobError::Retry {
-                        reason: format!(
-                            "order {id}: payment {pid} is still {}",
-                            payment.status.as_str()
-                        ),
-                        after: None,
-                    });
+                    return Err(JobError::waiting(format!(
+                        "order {id}: payment {pid} is still {}",
+                        payment.status.as_str()
+                    )));
                 }
             }
         }
@@ -246,10 +240,7 @@ async fn keep_payments(
 /// the job ends without a decision (a later notification brings the change).
 fn not_final(ctx: &Ctx<'_>, job: &LeasedJob, what: &str) -> Result<Effects, JobError> {
     if ctx.may_wait(job, Wait::NotFinal) {
-        return Err(JobError::Retry {
-            reason: what.to_string(),
-            after: None,
-        });
+        return Err(JobError::waiting(what.to_string()));
     }
     tracing::warn!(
         job_id = job.id,

@@ -6,10 +6,12 @@
 //! once, woken at once by a new job, asleep until the next one is due.
 
 mod ctx;
+mod error;
 mod fraud;
 mod handlers;
 
-use std::collections::HashMap;
+pub use error::JobError;
+
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,10 +24,8 @@ use tracing::Instrument;
 
 use crate::api::ApiClient;
 use crate::api::calls::CallLog;
-use crate::api::error::{ApiError, ErrorClass};
 use crate::retry::{backoff, clamp_retry_after};
-use crate::rules::fraud::Policy;
-use crate::rules::wait::{self, Wait};
+use crate::rules::Policies;
 use crate::store::{self, FetchRow, Finish, JobOutcome, Lease, LeasedJob, Store, StoreError};
 use pointhook_common::clock::Clock;
 
@@ -40,10 +40,8 @@ pub struct WorkerSettings {
     /// Jobs still running this long after shutdown are stopped and their
     /// leases released.
     pub drain: Duration,
-    /// Each account's fraud settings.
-    pub fraud: HashMap<String, Policy>,
-    /// Each account's kinds of hold turned on (`rules::holds`).
-    pub holds: HashMap<String, crate::rules::holds::Settings>,
+    /// Each account's policy, as the configuration resolved it.
+    pub policies: Policies,
     /// Where each run's end is counted.
     pub metrics: crate::metrics::SharedMetrics,
 }
@@ -64,54 +62,6 @@ pub enum Outcome {
     Done,
     /// Nothing is due.
     Empty,
-}
-
-/// Why a job did not decide.
-#[derive(Debug, thiserror::Error)]
-pub enum JobError {
-    #[error("{reason}")]
-    Retry {
-        reason: String,
-        after: Option<Duration>,
-    },
-    #[error("{0}")]
-    Permanent(String),
-    #[error("{0}")]
-    Panicked(String),
-    /// The run no longer holds its lease: it stops and records nothing.
-    #[error("the lease was lost")]
-    LeaseLost,
-    /// The API does not know what an unauthenticated notification named,
-    /// after the reads `Wait::NotFoundUnauthenticated` allows: the job ends
-    /// without a decision, and reconciliation takes over.
-    #[error("{0}")]
-    Unknown(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl JobError {
-    fn from_api(e: ApiError, job: &LeasedJob) -> JobError {
-        let not_found = if job.unauthenticated {
-            Wait::NotFoundUnauthenticated
-        } else {
-            Wait::NotFound
-        };
-        match e.class() {
-            ErrorClass::Retry(after) => JobError::Retry {
-                reason: e.to_string(),
-                after,
-            },
-            ErrorClass::NotFound if wait::again(not_found, job.attempt, u32::MAX) => {
-                JobError::Retry {
-                    reason: e.to_string(),
-                    after: None,
-                }
-            }
-            ErrorClass::NotFound if job.unauthenticated => JobError::Unknown(e.to_string()),
-            ErrorClass::NotFound | ErrorClass::Permanent => JobError::Permanent(e.to_string()),
-        }
-    }
 }
 
 impl Worker {
@@ -267,7 +217,7 @@ impl Worker {
                 store: &self.store,
                 clock: self.clock.as_ref(),
                 max_attempts: self.settings.max_attempts,
-                fraud: &self.settings.fraud,
+                policies: &self.settings.policies,
                 metrics: &self.settings.metrics,
             };
             #[cfg(feature = "fault-injection")]
@@ -321,10 +271,7 @@ impl Worker {
         account: &str,
         effects: crate::domain::Effects,
     ) -> crate::domain::Effects {
-        match self.settings.holds.get(account) {
-            Some(settings) => crate::rules::holds::place(settings, effects),
-            None => effects,
-        }
+        crate::rules::holds::place(&self.settings.policies.of(account).holds, effects)
     }
 
     async fn finish(
@@ -349,9 +296,14 @@ impl Worker {
                 tracing::error!(error = %e, "job dead: out of attempts");
                 JobOutcome::Dead {
                     error: format!("after {} attempts: {e}", job.attempt),
+                    failure: e.failure(),
                 }
             }
-            Err(JobError::Retry { reason, after }) => {
+            Err(JobError::Retry {
+                reason,
+                after,
+                failure,
+            }) => {
                 // The platform's Retry-After is honoured up to the longest
                 // backoff: a job is never parked for longer.
                 let delay = after.map_or_else(|| backoff(job.attempt), clamp_retry_after);
@@ -359,6 +311,7 @@ impl Worker {
                 JobOutcome::Retry {
                     run_at: retry_at(delay),
                     error: reason,
+                    failure,
                 }
             }
             Err(e @ JobError::Panicked(_)) => {
@@ -366,21 +319,26 @@ impl Worker {
                 JobOutcome::Retry {
                     run_at: retry_at(backoff(job.attempt)),
                     error: e.to_string(),
+                    failure: e.failure(),
                 }
             }
-            Err(JobError::Permanent(reason)) => {
+            Err(JobError::Permanent { reason, failure }) => {
                 tracing::error!(error = %reason, "job dead");
-                JobOutcome::Dead { error: reason }
+                JobOutcome::Dead {
+                    error: reason,
+                    failure,
+                }
             }
             Err(JobError::Unknown(reason)) => {
                 tracing::info!(error = %reason, attempts = job.attempt, "not found: nothing decided; reconciliation finds it if it appears");
                 JobOutcome::Done(crate::domain::Effects::default())
             }
-            Err(JobError::Store(e)) => {
+            Err(e @ JobError::Store(_)) => {
                 tracing::warn!(error = %e, "job hit a storage error; will be retried");
                 JobOutcome::Retry {
                     run_at: retry_at(backoff(job.attempt)),
                     error: e.to_string(),
+                    failure: e.failure(),
                 }
             }
         };

@@ -1,19 +1,23 @@
 //! Domain types shared by every part: typed ids (`ids`), the stored states
 //! and kinds (`states`), the platform's resources as the rules read them
 //! (`platform`), the work a notification asks for (`work`), what a job
-//! decides (`decision`), and what the decision kernel is given and answers
-//! (`verdict`), holds for a person (`holds`); what needs a person (`attention`) and what the audit
-//! records of a person's actions (`audit`).
+//! decides (`decision`), why a job failed (`failure`), what the decision
+//! kernel is given and answers (`verdict`), what a decision is about
+//! (`subject`), holds for a person (`holds`); what needs a person
+//! (`attention`) and what the audit records of a person's actions
+//! (`audit`).
 
 pub mod attention;
 pub mod audit;
 pub mod decision;
+pub mod failure;
 pub mod holds;
 pub mod ids;
 pub mod platform;
 pub mod states;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod stored;
+pub mod subject;
 pub mod verdict;
 pub mod work;
 
@@ -22,6 +26,7 @@ pub use decision::{
     Decision, Effects, EventType, Guard, GuardFacts, Mark, OrderFlags, OrderPayment, OrderReviews,
     OrderSeen, ReviewMark, ReviewSeen, Slot, event_id,
 };
+pub use failure::{Failure, FailureClass};
 pub use holds::{HoldAnswer, HoldMark, HoldSeen};
 pub use ids::{
     ChargebackId, Id, IdError, IdKind, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,

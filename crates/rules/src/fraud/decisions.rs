@@ -65,7 +65,9 @@ pub(super) fn block(s: &Saga, v: &Verified<'_>) -> Decision {
     // A person's confirmation is not counted against the brake.
     let unauthenticated = !s.authenticated && s.standing() != Standing::Confirmed;
     if unauthenticated {
-        guards.push(Guard::UnauthenticatedBlocksUnder(s.policy.blocks_per_hour));
+        guards.push(Guard::UnauthenticatedBlocksUnder(
+            s.policy.fraud_blocks_per_hour,
+        ));
     }
     Decision {
         subject: format!("merchant_order:{}", v.order),

@@ -15,7 +15,7 @@ mod decisions;
 mod saga;
 
 pub use decisions::{Undo, dismissed, idempotency_key, undo_for, undone};
-pub use saga::{BlockSeen, Lookup, Policy, Saga, Undone};
+pub use saga::{BlockSeen, Lookup, Saga, Undone};
 
 use crate::domain::platform::{MerchantOrder, Payment};
 use crate::domain::{
@@ -152,7 +152,7 @@ pub fn next(s: &Saga) -> Step {
     };
     let may_move_money = standing == Standing::Confirmed
         || (learnt.is_none()
-            && (s.authenticated || s.policy.unauthenticated == UnauthenticatedAlerts::Act));
+            && (s.authenticated || s.policy.fraud_unauthenticated == UnauthenticatedAlerts::Act));
     let Some(block) = s.block else {
         if !may_move_money {
             // One review per order and payment: an alert that may only hold
@@ -178,13 +178,13 @@ pub fn next(s: &Saga) -> Step {
                     );
                 }
                 Some(_) => {}
-                None if reviews.opened_last_hour >= s.policy.reviews_per_hour() => {
+                None if reviews.opened_last_hour >= s.policy.fraud_reviews_per_hour() => {
                     return rejected(
                         s,
                         "over_review_cap",
                         &format!(
                             "over the limit of {} reviews an hour opened by alerts that are not authenticated: recorded, not held",
-                            s.policy.reviews_per_hour()
+                            s.policy.fraud_reviews_per_hour()
                         ),
                     );
                 }
@@ -202,7 +202,7 @@ pub fn next(s: &Saga) -> Step {
             &verified,
             &format!(
                 "over the limit of {} blocks an hour by alerts that are not authenticated: held without blocking",
-                s.policy.blocks_per_hour
+                s.policy.fraud_blocks_per_hour
             ),
         );
     }

@@ -2,27 +2,9 @@
 //! person's latest review of its key, and what each step learnt; and what
 //! follows from them (its round, its subject, where a review leaves it).
 
+use crate::Policy;
 use crate::domain::platform::{MerchantOrder, Payment};
-use crate::domain::{
-    FraudAlert, MerchantOrderId, OrderReviews, Review, ReviewSeen, UnauthenticatedAlerts,
-};
-
-/// An account's fraud settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Policy {
-    pub unauthenticated: UnauthenticatedAlerts,
-    /// Blocks unauthenticated alerts may place per hour.
-    pub blocks_per_hour: u32,
-}
-
-impl Policy {
-    /// Reviews unauthenticated alerts may open per hour: three times their
-    /// blocks, so that past the blocks' brake some are still held (without
-    /// blocking) before the rest are only recorded.
-    pub fn reviews_per_hour(&self) -> u32 {
-        self.blocks_per_hour.saturating_mul(3)
-    }
-}
+use crate::domain::{FraudAlert, MerchantOrderId, OrderReviews, Review, ReviewSeen};
 
 /// What an API lookup found.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -63,6 +45,7 @@ pub struct Saga {
     /// The alert's signature binds it, is fresh, and was seen on no other
     /// delivery.
     pub authenticated: bool,
+    /// The account's policy, whole.
     pub policy: Policy,
     pub review: Option<ReviewSeen>,
     pub payment: Lookup<Payment>,

@@ -65,6 +65,9 @@ pub fn kind(name: &str) -> Option<&'static Kind> {
 pub struct Settings(BTreeMap<&'static str, String>);
 
 impl Settings {
+    /// No kind turned on (a static needs a `const`).
+    pub const NONE: Settings = Settings(BTreeMap::new());
+
     /// The settings as written in the account's TOML (key, value); `Err`
     /// names the key and says why.
     pub fn parse<'a>(

@@ -84,12 +84,13 @@ pub(super) async fn order_list(
                 .unwrap_or(i64::MAX);
             c.query(
                 &format!(
-                    "SELECT d.account, substr(d.subject, 16), d.created_at, o.total_amount,
+                    "SELECT d.account, d.subject_id, d.created_at, o.total_amount,
                             o.paid_amount, d.id
                      FROM decisions d {index}
                      LEFT JOIN orders o
-                         ON o.account = d.account AND o.order_id = substr(d.subject, 16)
-                     WHERE d.event_type = '{event}' AND d.id < $1 AND {open}
+                         ON o.account = d.account AND o.order_id = d.subject_id
+                     WHERE d.event_type = '{event}' AND d.subject_kind = 'merchant_order'
+                       AND d.id < $1 AND {open}
                      ORDER BY d.id DESC LIMIT $2"
                 ),
                 &[&before, &limit],
@@ -314,6 +315,28 @@ pub(super) async fn delivery_page(
             return Ok(scan.page());
         }
     }
+}
+
+/// Dead jobs a group's retry reads at most (as many as the inbox groups).
+const DEAD_IN_HOUR: i64 = 5000;
+
+/// The jobs that died in `[from, to)`, newest first, with their failures:
+/// what a group of the inbox is found again from when it is retried.
+pub(super) async fn dead_between(
+    c: &Conn<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<JobSummary>, StoreError> {
+    // A dead job's `run_at` is when it died.
+    c.query(
+        &format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE state = $1 AND run_at >= $2 AND run_at < $3
+             ORDER BY run_at DESC, id DESC LIMIT $4"
+        ),
+        &[&JobState::Dead, &from, &to, &DEAD_IN_HOUR],
+        job_summary,
+    )
+    .await
 }
 
 /// The times a job died and ran again, oldest first.

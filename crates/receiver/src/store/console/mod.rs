@@ -54,6 +54,16 @@ impl Store {
         .await
     }
 
+    /// Dead jobs that died in `[from, to)` (unix ms), newest first.
+    pub async fn dead_jobs_between(
+        &self,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<JobSummary>, StoreError> {
+        self.read(move |c| Box::pin(lists::dead_between(c, from, to)))
+            .await
+    }
+
     pub async fn operators(&self) -> Result<Vec<OperatorView>, StoreError> {
         self.read(|c| Box::pin(operators::list(c))).await
     }

@@ -59,7 +59,7 @@ pub(super) async fn inbox(c: &Conn<'_>, limit: i64) -> Result<Inbox, StoreError>
     let after_release = c
         .query(
             &format!(
-                "SELECT d.id, d.account, substr(d.subject, 16), d.created_at, e.body
+                "SELECT d.id, d.account, d.subject_id, d.created_at, e.body
                  FROM decisions d {index}
                  LEFT JOIN events e ON e.id = d.event_id
                  WHERE d.event_type = 'order.fraud_after_release' AND NOT EXISTS (

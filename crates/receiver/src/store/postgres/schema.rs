@@ -394,6 +394,17 @@ const MIGRATIONS: &[&str] = &[
         UNIQUE (account, kind, subject)
     );
     CREATE INDEX holds_state ON holds (state, id);
+    "#, // 13: a job's failure, typed beside its error text (as SQLite's 17).
+    r#"
+    ALTER TABLE jobs ADD COLUMN failure_class TEXT,
+        ADD COLUMN failure_status INTEGER,
+        ADD COLUMN failure_endpoint TEXT;
+    "#, // 14: a decision's subject in its two parts (as SQLite's 18).
+    r#"
+    ALTER TABLE decisions
+        ADD COLUMN subject_kind TEXT GENERATED ALWAYS AS (split_part(subject, ':', 1)) STORED,
+        ADD COLUMN subject_id TEXT
+            GENERATED ALWAYS AS (substr(subject, strpos(subject, ':') + 1)) STORED;
     "#,
 ];
 

@@ -15,6 +15,7 @@ use super::prepared::{Params, prepared};
 use crate::domain::verdict::DecisionRules;
 use crate::domain::{JobState, Kind, Lane, OrderFlags, SignatureStatus};
 use crate::store::StoreError;
+use crate::store::failures::FailureCells;
 use crate::store::model::{
     FetchRow, Finish, JobOutcome, Lease, LeasedJob, NewDelivery, NewJob, Take,
 };
@@ -352,7 +353,7 @@ pub async fn finish(
             None,
             now,
         ),
-        JobOutcome::Retry { run_at, error } => (
+        JobOutcome::Retry { run_at, error, .. } => (
             format!(
                 "state = {PENDING}, run_at = CASE WHEN rerun THEN $5::bigint ELSE $6::bigint END,
                  attempts = CASE WHEN rerun THEN 0 ELSE attempts END, last_error = $4"
@@ -361,7 +362,7 @@ pub async fn finish(
             *run_at,
         ),
         // A re-run asked for while it ran starts the job over.
-        JobOutcome::Dead { error } => (
+        JobOutcome::Dead { error, .. } => (
             format!(
                 "state = CASE WHEN rerun THEN {PENDING} ELSE {DEAD} END,
                  attempts = CASE WHEN rerun THEN 0 ELSE attempts END,
@@ -383,6 +384,7 @@ pub async fn finish(
         _ => None,
     };
     let orders = OrderRows::of(effects);
+    let failure = FailureCells::of(outcome);
     // The orders are upserted only once the job's row is updated (the
     // `EXISTS` reads `j`, so it runs first): the job's row is locked before
     // its orders, as when they were two statements, and a run that lost
@@ -392,7 +394,8 @@ pub async fn finish(
              INSERT INTO fetches (job_id, account, endpoint, resource_id, status, elapsed_ms, at, seen, body)
              SELECT $1, $3, * FROM unnest($7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $16::bytea[])
          ), j AS (
-             UPDATE jobs SET {set}, rerun = false, lease_until = NULL, updated_at = $5
+             UPDATE jobs SET {set}, rerun = false, lease_until = NULL, updated_at = $5,
+                 failure_class = $17, failure_status = $18, failure_endpoint = $19
              WHERE {FENCE}{RUNNING}
              RETURNING state
          ), locked AS (
@@ -422,6 +425,9 @@ pub async fn finish(
                 &orders.totals,
                 &orders.paid,
                 &bodies,
+                &failure.class,
+                &failure.status,
+                &failure.endpoint,
             ],
         )
         .await?;

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::decisions;
+use super::{decisions, failure};
 use crate::domain::verdict::DecisionRules;
 use crate::domain::{JobState, Kind, Lane, SignatureStatus};
 use crate::store::model::{FetchRow, Finish, JobOutcome, LeasedJob, Take};
@@ -157,6 +157,7 @@ pub(super) fn finish(
     // Every update below is fenced like the check above: same attempt,
     // still running.
     let fence = "WHERE id = ?1 AND attempts = ?2 AND state = ?3";
+    failure::write(conn, job, outcome)?;
     match outcome {
         JobOutcome::Done(effects) => {
             let emitted = decisions::apply(conn, job, effects, now, rules)?;
@@ -172,7 +173,7 @@ pub(super) fn finish(
             )?;
             Ok((Finish::Recorded(emitted), rerun))
         }
-        JobOutcome::Retry { run_at, error } => {
+        JobOutcome::Retry { run_at, error, .. } => {
             conn.execute(
                 &format!(
                     "UPDATE jobs SET state = ?4,
@@ -196,7 +197,7 @@ pub(super) fn finish(
         // A re-run asked for while it ran means a notification came after
         // the run began: the platform will not send it again, so the job
         // starts over instead of dying.
-        JobOutcome::Dead { error } => {
+        JobOutcome::Dead { error, .. } => {
             conn.execute(
                 &format!(
                     "UPDATE jobs SET

@@ -17,6 +17,7 @@ pub(in crate::store) mod decisions;
 mod deliveries;
 mod destinations;
 mod events;
+mod failure;
 mod files;
 mod jobs;
 mod maintenance;

@@ -149,7 +149,11 @@ pub async fn retry_group(
     Form(f): Form<GroupForm>,
 ) -> Result<Response, HtmlError> {
     check(&op, &f.csrf)?;
-    let dead = s.store.inbox(1, s.now()).await?.dead_jobs;
+    // The group's hour, read again: each job's failure as it keeps it.
+    let dead = s
+        .store
+        .dead_jobs_between(f.hour, f.hour.saturating_add(inbox::HOUR_MS))
+        .await?;
     let ids: Vec<i64> = inbox::group(
         dead.into_iter()
             .filter(|j| !inbox::is_mismatch(j))

@@ -1,6 +1,7 @@
 //! `/`: what needs a person, newest first, each item with its evidence and
-//! its decision on the spot. Dead jobs come grouped by cause: the kind of
-//! error, the endpoint it names and the hour the job died, so a platform
+//! its decision on the spot. Dead jobs come grouped by cause: the class of
+//! their failure as the job keeps it (`domain::Failure`, never its words),
+//! the endpoint it names and the hour the job died, so a platform
 //! outage that killed 500 jobs is one line with one "retry all".
 //! Destinations disabled or failing come last, with enable and recover.
 
@@ -12,6 +13,7 @@ use axum::response::Response;
 use super::super::session::Operator;
 use super::{Chrome, Done};
 use crate::actions::{Consequence, consequence};
+use crate::domain::FailureClass;
 use crate::http::admin::html::{HtmlError, render};
 use crate::store::DestinationView;
 use crate::store::console_views::{Flagged, Missed, ReviewDetail};
@@ -111,91 +113,31 @@ pub async fn page(
     }))
 }
 
-/// A payment that is not its intent's: the worker's words for it.
+/// A job no rule decides (a payment that is not its intent's): its own
+/// item, not a group to retry.
 pub fn is_mismatch(j: &JobSummary) -> bool {
-    j.kind == "payment_intent"
-        && j.last_error
-            .as_deref()
-            .is_some_and(|e| e.contains("a person must look"))
+    j.failure
+        .as_ref()
+        .is_some_and(|f| f.class == FailureClass::NeedsPerson)
 }
 
-/// An error without the worker's "after N attempts: " in front.
-fn core(error: &str) -> &str {
-    match error
-        .strip_prefix("after ")
-        .and_then(|r| r.split_once(" attempts: "))
-    {
-        Some((n, rest)) if n.bytes().all(|b| b.is_ascii_digit()) => rest,
-        _ => error,
-    }
+/// What a group is named by: the failure's class and status, or "other"
+/// for a job that died before failures were kept typed.
+pub fn class_of(j: &JobSummary) -> String {
+    j.failure
+        .as_ref()
+        .map_or_else(|| "other".to_string(), ToString::to_string)
 }
 
-/// The kind of an error, from the worker's and the API client's words.
-pub fn class_of(error: &str) -> String {
-    let error = core(error);
-    let after = error.split_once(": ").map_or(error, |(_, rest)| rest);
-    let status = |after: &str| {
-        after
-            .split(|c: char| !c.is_ascii_digit())
-            .find(|n| n.len() == 3)
-            .map(str::to_string)
-    };
-    if error.contains("panicked") {
-        "the handler panicked".into()
-    } else if after.starts_with("rate limited") {
-        "rate limited".into()
-    } else if after.starts_with("the platform answered") {
-        format!(
-            "server error {}",
-            status(after).unwrap_or_else(|| "5xx".into())
-        )
-    } else if after.starts_with("no answer within") {
-        "timeout".into()
-    } else if after.starts_with("cannot reach") {
-        "platform unreachable".into()
-    } else if after.contains("access token") {
-        "access token refused".into()
-    } else if after.starts_with("not found") {
-        "not found".into()
-    } else if after.starts_with("refused") {
-        format!("refused {}", status(after).unwrap_or_default())
-    } else if after.starts_with("unexpected answer") {
-        "unexpected answer".into()
-    } else if after.contains("not the resource asked for") {
-        "wrong resource".into()
-    } else {
-        "other".into()
-    }
-}
-
-const ENDPOINTS: [&str; 9] = [
-    "payment",
-    "merchant_order",
-    "chargeback",
-    "payment_intent",
-    "platform_order",
-    "platform_order_cancel",
-    "platform_order_refund",
-    "cancel",
-    "refund",
-];
-
-/// The endpoint an error names (the API client's errors start with it),
-/// else the job's kind.
+/// The endpoint the failure names, else the job's kind.
 pub fn endpoint_of(j: &JobSummary) -> String {
-    let first = j
-        .last_error
-        .as_deref()
-        .and_then(|e| core(e).split_whitespace().next())
-        .unwrap_or("");
-    ENDPOINTS
-        .into_iter()
-        .find(|e| *e == first)
-        .unwrap_or(j.kind)
-        .to_string()
+    j.failure
+        .as_ref()
+        .and_then(|f| f.endpoint.clone())
+        .unwrap_or_else(|| j.kind.to_string())
 }
 
-const HOUR_MS: i64 = 3_600_000;
+pub const HOUR_MS: i64 = 3_600_000;
 
 pub fn hour_of(j: &JobSummary) -> i64 {
     let at = j
@@ -209,7 +151,7 @@ pub fn hour_of(j: &JobSummary) -> i64 {
 pub fn group(jobs: Vec<JobSummary>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     for j in jobs {
-        let class = class_of(j.last_error.as_deref().unwrap_or(""));
+        let class = class_of(&j);
         let (endpoint, hour) = (endpoint_of(&j), hour_of(&j));
         match groups
             .iter_mut()
@@ -236,8 +178,9 @@ pub fn group(jobs: Vec<JobSummary>) -> Vec<Group> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Failure;
 
-    fn job(id: i64, kind: &'static str, error: &str, at: &str) -> JobSummary {
+    fn job(id: i64, kind: &'static str, failure: Option<Failure>, at: &str) -> JobSummary {
         JobSummary {
             id,
             account: "default".into(),
@@ -246,44 +189,41 @@ mod tests {
             state: "dead",
             attempts: 12,
             next_run: None,
-            last_error: Some(error.into()),
+            // The words say nothing the grouping could read.
+            last_error: Some("whatever it said".into()),
+            failure,
             updated_at: at.into(),
         }
     }
 
+    fn failed(class: FailureClass, status: Option<u16>, endpoint: &str) -> Option<Failure> {
+        Some(Failure {
+            class,
+            status,
+            endpoint: Some(endpoint.into()),
+        })
+    }
+
     #[test]
     fn dead_jobs_group_by_cause_endpoint_and_hour() {
+        let server = || failed(FailureClass::ServerError, Some(500), "payment");
         let jobs = vec![
-            job(
-                1,
-                "payment",
-                "payment 1: the platform answered 500: boom",
-                "2026-11-22T14:05:00Z",
-            ),
-            job(
-                2,
-                "payment",
-                "payment 2: the platform answered 500: boom",
-                "2026-11-22T14:55:00Z",
-            ),
-            job(
-                3,
-                "payment",
-                "payment 3: the platform answered 500: boom",
-                "2026-11-22T15:01:00Z",
-            ),
+            job(1, "payment", server(), "2026-11-22T14:05:00Z"),
+            job(2, "payment", server(), "2026-11-22T14:55:00Z"),
+            job(3, "payment", server(), "2026-11-22T15:01:00Z"),
             job(
                 4,
-                "merchant_order",
-                "merchant_order 4: not found: x",
+                "payment",
+                failed(FailureClass::NotFound, None, "merchant_order"),
                 "2026-11-22T14:10:00Z",
             ),
             job(
                 5,
                 "payment",
-                "after 12 attempts: payment 5: no answer within the timeout",
+                failed(FailureClass::Timeout, None, "payment"),
                 "2026-11-22T14:10:00Z",
             ),
+            job(6, "chargeback", None, "2026-11-22T14:10:00Z"),
         ];
         let groups = group(jobs);
         let seen: Vec<(String, String, usize)> = groups
@@ -291,25 +231,18 @@ mod tests {
             .map(|g| (g.class.clone(), g.endpoint.clone(), g.count()))
             .collect();
         assert_eq!(seen[0], ("server error 500".into(), "payment".into(), 2));
-        assert_eq!(groups.len(), 4);
+        assert_eq!(groups.len(), 5);
         assert!(seen.contains(&("not found".into(), "merchant_order".into(), 1)));
         assert!(seen.contains(&("timeout".into(), "payment".into(), 1)));
+        assert!(seen.contains(&("other".into(), "chargeback".into(), 1)));
     }
 
     #[test]
     fn a_mismatch_is_its_own_item() {
-        let m = job(
-            1,
-            "payment_intent",
-            "payment intent x not decided, a person must look: payment 5 is of 10, the intent of 12",
-            "2026-11-22T14:05:00Z",
-        );
-        assert!(is_mismatch(&m));
-        assert!(!is_mismatch(&job(
-            2,
-            "payment",
-            "payment 2: not found",
-            "x"
-        )));
+        let needs_person = Some(Failure::of(FailureClass::NeedsPerson));
+        assert!(is_mismatch(&job(1, "payment_intent", needs_person, "x")));
+        let not_found = failed(FailureClass::NotFound, None, "payment");
+        assert!(!is_mismatch(&job(2, "payment", not_found, "x")));
+        assert!(!is_mismatch(&job(3, "payment_intent", None, "x")));
     }
 }

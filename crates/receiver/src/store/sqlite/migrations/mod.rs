@@ -460,6 +460,21 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX holds_state ON holds (state, id);
     "#,
+    // 17: a job's failure, typed beside its error text (domain::Failure):
+    // what the inbox groups dead jobs by and retries together.
+    r#"
+    ALTER TABLE jobs ADD COLUMN failure_class TEXT;        -- domain::FailureClass
+    ALTER TABLE jobs ADD COLUMN failure_status INTEGER;    -- the platform's HTTP status
+    ALTER TABLE jobs ADD COLUMN failure_endpoint TEXT;     -- the API endpoint asked
+    "#,
+    // 18: a decision's subject in its two parts (domain::subject), derived
+    // from the one text the decision's key holds, for queries to join on.
+    r#"
+    ALTER TABLE decisions ADD COLUMN subject_kind TEXT
+        GENERATED ALWAYS AS (substr(subject, 1, instr(subject, ':') - 1)) VIRTUAL;
+    ALTER TABLE decisions ADD COLUMN subject_id TEXT
+        GENERATED ALWAYS AS (substr(subject, instr(subject, ':') + 1)) VIRTUAL;
+    "#,
 ];
 
 /// The schema version this build writes.
