@@ -27,6 +27,7 @@ use tokio::sync::Notify;
 pub(crate) use commit_health::CommitHealth;
 
 pub use maintenance::BackupProgress;
+pub use outbox::{Again, Redelivered};
 pub use model::{
     Attempted, BACKLOG_TURN, BatchHealth, EventOutcome, FetchRow, Finish, Ingested, JobOutcome,
     Lease, LeasedEvent, LeasedJob, NewDelivery, NewJob, Recorded, Recovery, Sighting, Take,
@@ -35,7 +36,7 @@ pub use model::{
 pub use pointhook_common::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use views::{
     Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, DestinationView,
-    EventDelivery, EventDetail, EventSummary, Health, JobDetail, JobSummary, MAX_LIMIT,
+    EventAt, EventDelivery, EventDetail, EventSummary, Health, JobDetail, JobSummary, MAX_LIMIT,
     MetricsSnapshot, OrderView, PRUNE_BATCH, Pruned, RecoveryView, ReviewView,
 };
 
@@ -171,10 +172,12 @@ macro_rules! on {
 // Their methods use `on!`, so they are declared after it.
 mod alerts;
 mod console;
+mod destinations;
 mod inspect;
 mod maintenance;
 mod order_reads;
 mod outbox;
+mod outbox_reads;
 mod reconcile;
 mod reviews;
 

@@ -15,7 +15,6 @@
 pub(super) mod copy;
 mod decisions;
 mod deliveries;
-mod destinations;
 mod events;
 mod files;
 mod jobs;
