@@ -6,8 +6,8 @@
 
 use anyhow::Context;
 use clap::Args;
-use pointhook::store::Store;
 use pointhook::store::EventSummary;
+use pointhook::store::Store;
 use pointhook::store::console_views::{AttemptView, Entry, Timeline};
 use pointhook_common::text::printable;
 

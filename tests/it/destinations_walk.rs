@@ -76,8 +76,8 @@ async fn two_destinations_one_failing_then_gone_from_the_alert_to_the_recovery()
     );
     let (shop, erp) = (Merchant::start().await, Merchant::start().await);
     let clock = Arc::new(ManualClock::new(SystemTime::now()));
-    let config = destination("shop", &shop, "")
-        + &destination("erp", &erp, "give_up_after_hours = 1");
+    let config =
+        destination("shop", &shop, "") + &destination("erp", &erp, "give_up_after_hours = 1");
     let app = alerting(
         TestConfig::default()
             .api(&platform.uri())
@@ -149,13 +149,7 @@ async fn two_destinations_one_failing_then_gone_from_the_alert_to_the_recovery()
         .collect();
     assert_eq!(listed.len(), 2, "{dead}");
     assert!(listed.contains(&(released.as_str(), "erp")), "{dead}");
-    let (_, at_shop) = api(
-        &app,
-        "GET",
-        "/api/events?state=dead&destination=shop",
-        None,
-    )
-    .await;
+    let (_, at_shop) = api(&app, "GET", "/api/events?state=dead&destination=shop", None).await;
     assert_eq!(at_shop, json!([]));
     let (_, _, page) = b.get("/destinations/erp").await;
     assert!(page.contains("<dt>Gave up</dt><dd>2 event(s)"), "{page}");
@@ -204,7 +198,8 @@ async fn two_destinations_one_failing_then_gone_from_the_alert_to_the_recovery()
     let (ok, out, err) = cli_async(&app, &["events", "show", &released]).await;
     assert!(ok, "{err}");
     assert!(
-        out.contains("at erp: dead, 2 attempt(s)") && out.contains("at shop: pending, 2 attempt(s)"),
+        out.contains("at erp: dead, 2 attempt(s)")
+            && out.contains("at shop: pending, 2 attempt(s)"),
         "{out}"
     );
 
@@ -215,9 +210,7 @@ async fn two_destinations_one_failing_then_gone_from_the_alert_to_the_recovery()
     let shop_got = ids(&shop).await.len();
     erp.fail_next(1, 410).await;
     let (_, _, _) = b.get(&format!("/events/{released}")).await;
-    let (status, page) = b
-        .act(&format!("/events/{released}/redeliver"), &[])
-        .await;
+    let (status, page) = b.act(&format!("/events/{released}/redeliver"), &[]).await;
     assert_eq!(status, 303, "{page}");
     assert_eq!(app.deliver_events().await, 1, "erp only");
     assert_eq!(ids(&shop).await.len(), shop_got, "shop took it already");
@@ -275,7 +268,10 @@ async fn two_destinations_one_failing_then_gone_from_the_alert_to_the_recovery()
         None,
     )
     .await;
-    assert_eq!((status, refused["error"].clone()), (409, json!("nothing_failed")));
+    assert_eq!(
+        (status, refused["error"].clone()),
+        (409, json!("nothing_failed"))
+    );
     let (status, again) = api(
         &app,
         "POST",

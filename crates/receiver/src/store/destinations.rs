@@ -275,9 +275,7 @@ async fn progress(
 async fn disable(c: &Conn<'_>, name: &str, reason: &str, now: i64) -> Result<bool, StoreError> {
     let known: bool = c
         .query_one(
-            sql!(
-                "SELECT EXISTS (SELECT 1 FROM destinations WHERE name = $1 AND configured = $2)"
-            ),
+            sql!("SELECT EXISTS (SELECT 1 FROM destinations WHERE name = $1 AND configured = $2)"),
             &[&name, &true],
             |r| r.get(0),
         )
@@ -324,7 +322,10 @@ async fn recover(
     now: i64,
 ) -> Result<Recovery, StoreError> {
     let lock = c.dialect().pick("", " FOR UPDATE");
-    let found: Option<(DestinationState, Option<i64>, Option<i64>, Option<i64>)> = c
+    /// Its state, and when its failure began, it began failing, it was
+    /// disabled.
+    type Known = (DestinationState, Option<i64>, Option<i64>, Option<i64>);
+    let found: Option<Known> = c
         .query_opt(
             &format!(
                 "SELECT state, outage_since, failing_since, disabled_at FROM destinations

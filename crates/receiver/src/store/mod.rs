@@ -27,12 +27,12 @@ use tokio::sync::Notify;
 pub(crate) use commit_health::CommitHealth;
 
 pub use maintenance::BackupProgress;
-pub use outbox::{Again, Redelivered};
 pub use model::{
     Attempted, BACKLOG_TURN, BatchHealth, EventOutcome, FetchRow, Finish, Ingested, JobOutcome,
     Lease, LeasedEvent, LeasedJob, NewDelivery, NewJob, Recorded, Recovery, Sighting, Take,
     fingerprint,
 };
+pub use outbox::{Again, Redelivered};
 pub use pointhook_common::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use views::{
     Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, DestinationView,

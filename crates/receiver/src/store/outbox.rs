@@ -99,11 +99,10 @@ impl Store {
                 .collect(),
             Again::Everywhere => {
                 let rules = &self.inner.rules;
-                let mut all =
-                    match crate::domain::EventType::parse(&event.summary.event_type) {
-                        Some(t) => (rules.route)(&rules.events, &event.summary.account, t),
-                        None => Vec::new(),
-                    };
+                let mut all = match crate::domain::EventType::parse(&event.summary.event_type) {
+                    Some(t) => (rules.route)(&rules.events, &event.summary.account, t),
+                    None => Vec::new(),
+                };
                 for queued in &event.destinations {
                     if !all.contains(&queued.destination) {
                         all.push(queued.destination.clone());

@@ -78,7 +78,9 @@ async fn recover(
         .map(|text| {
             humantime::parse_rfc3339_weak(&text)
                 .map(crate::store::unix_ms)
-                .map_err(|_| AdminError::BadRequest(format!("since must be RFC 3339, not {text:?}")))
+                .map_err(|_| {
+                    AdminError::BadRequest(format!("since must be RFC 3339, not {text:?}"))
+                })
         })
         .transpose()?;
     known(&s, &name).await?;

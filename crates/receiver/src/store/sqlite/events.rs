@@ -250,12 +250,7 @@ fn record_health(
 /// Disables `destination` (if enabled) and pauses its pending events
 /// (each paused now; the failure's start kept for the recovery); returns
 /// whether it was enabled.
-fn disable(
-    conn: &Connection,
-    destination: &str,
-    reason: &str,
-    now: i64,
-) -> rusqlite::Result<bool> {
+fn disable(conn: &Connection, destination: &str, reason: &str, now: i64) -> rusqlite::Result<bool> {
     let changed = conn.execute(
         "UPDATE destinations SET state = ?2, disabled_reason = ?3, disabled_at = ?4,
              outage_since = coalesce(outage_since, failing_since, ?4), updated_at = ?4
