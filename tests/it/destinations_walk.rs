@@ -189,6 +189,9 @@ async fn two_destinations_one_failing_then_gone_from_the_alert_to_the_recovery()
         timeline.contains("attempt 1 at shop,") && timeline.contains("attempt 2 at erp,"),
         "{timeline}"
     );
+    // Found by its payment written with leading zeros.
+    let (_, found) = api(&app, "GET", &format!("/api/search?q=000{PAYMENT}"), None).await;
+    assert_eq!(found[0]["id"], ORDER, "{found}");
     let (ok, out, err) = cli_async(&app, &["explain", ORDER]).await;
     assert!(ok, "{err}");
     assert!(
