@@ -9,9 +9,10 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 
 use pointhook::domain::{EventState, JobKind, JobState, Kind};
 use pointhook::operators::Actor;
-use pointhook::store::console_views::{AttemptView, EventFilter, JobFilter, Page};
+use pointhook::store::console_views::{EventFilter, JobFilter, Page};
 use pointhook::store::{self, Again, DeliveryFilter, JobSummary, Store, StoreError};
 
+use super::event_lines::{again, at_each};
 use super::operators::{acting, finished};
 use super::paging::{PageArgs, list};
 use super::render::{
@@ -448,54 +449,6 @@ pub async fn events(store: &Store, cmd: Events) -> anyhow::Result<()> {
         Events::Redeliver { id } => again(store, &id, Again::Unfinished).await,
         Events::RedeliverAll { id } => again(store, &id, Again::Everywhere).await,
     }
-}
-
-/// "Deliver again", where it gave up or failed or everywhere; says where.
-async fn again(store: &Store, id: &str, again: Again) -> anyhow::Result<()> {
-    let to = finished(acting(store).redeliver(&Actor::cli(), id, again).await?)?;
-    say(&format!(
-        "event {} will be delivered again, with the same id, at {}\n",
-        pointhook_common::text::printable(id),
-        to.join(", ")
-    ))
-}
-
-/// Each destination's state and attempts, as `events show` prints them.
-fn at_each(e: &pointhook::store::EventDetail, attempts: &[AttemptView]) -> String {
-    let mut s = String::new();
-    for d in &e.destinations {
-        let made: Vec<&AttemptView> = attempts
-            .iter()
-            .filter(|a| a.destination == d.destination)
-            .collect();
-        s.push_str(&format!(
-            "\nat {}: {}, {} attempt(s){}{}\n",
-            d.destination,
-            d.state,
-            d.attempts,
-            d.delivered_at
-                .as_ref()
-                .map(|t| format!(", delivered {t}"))
-                .unwrap_or_default(),
-            d.next_attempt_at
-                .as_ref()
-                .map(|t| format!(", next {t}"))
-                .unwrap_or_default(),
-        ));
-        for a in made {
-            s.push_str(&format!(
-                "  attempt {} at {}: {}{}\n",
-                a.attempt,
-                a.at,
-                a.state,
-                a.error
-                    .as_ref()
-                    .map(|e| format!(" ({e})"))
-                    .unwrap_or_default()
-            ));
-        }
-    }
-    s
 }
 
 fn parse_time(s: &str) -> anyhow::Result<i64> {

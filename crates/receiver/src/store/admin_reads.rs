@@ -61,27 +61,6 @@ pub(super) const EVENT_COLUMNS: &str =
                         ORDER BY o.destination)
       FROM outbox o WHERE o.event_id = events.id)";
 
-/// Each destination's state and attempts, from `EVENT_COLUMNS`' last.
-fn event_at(text: Option<String>) -> Vec<EventAt> {
-    let Some(text) = text else {
-        return Vec::new();
-    };
-    text.split(',')
-        .filter_map(|part| {
-            let mut words = part.split(' ');
-            let destination = words.next()?.to_string();
-            let state: i64 = words.next()?.parse().ok()?;
-            let attempts = words.next()?.parse().ok()?;
-            let state = EventState::all().find(|s| *s as i64 == state)?;
-            Some(EventAt {
-                destination,
-                state: state.as_str(),
-                attempts,
-            })
-        })
-        .collect()
-}
-
 pub(super) fn event_summary(r: &Row<'_>) -> Result<EventSummary, StoreError> {
     let state: EventState = r.get(4)?;
     Ok(EventSummary {
@@ -94,7 +73,7 @@ pub(super) fn event_summary(r: &Row<'_>) -> Result<EventSummary, StoreError> {
         created_at: rfc3339(r.get(6)?),
         delivered_at: ts(r.get(7)?),
         last_error: r.get(8)?,
-        destinations: event_at(r.get(9)?),
+        destinations: super::outbox_reads::event_at(r.get(9)?),
         listed_at: None,
     })
 }
