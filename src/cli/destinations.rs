@@ -35,12 +35,14 @@ pub enum Destinations {
         reason: String,
     },
     /// Send again every event for it that failed, was paused or gave up
-    /// since a time, oldest first, and follow the progress.
+    /// since a time (whenever it was decided), oldest first, and follow
+    /// the progress.
     Recover {
         name: String,
-        /// RFC 3339, e.g. 2026-11-20T00:00:00Z.
+        /// RFC 3339, e.g. 2026-11-20T00:00:00Z; without it, since the
+        /// failure began (`show` prints it as "recover since").
         #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
-        since: std::time::SystemTime,
+        since: Option<std::time::SystemTime>,
         /// Queue them and return, without following the progress.
         #[arg(long)]
         no_wait: bool,
@@ -79,8 +81,14 @@ pub async fn run(store: &Store, cmd: Destinations) -> anyhow::Result<()> {
                     .enable_destination(&Actor::cli(), &name)
                     .await?,
             )?;
+            let from = store
+                .destination(&name, now)
+                .await?
+                .and_then(|d| d.recover_since)
+                .map(|t| format!(" (since {t}, when the failure began)"))
+                .unwrap_or_default();
             println!(
-                "{name} is enabled; events paused meanwhile wait for `pointhook destinations recover {name} --since …`"
+                "{name} is enabled; events paused meanwhile wait for `pointhook destinations recover {name}`{from}"
             );
             Ok(())
         }
@@ -99,7 +107,7 @@ pub async fn run(store: &Store, cmd: Destinations) -> anyhow::Result<()> {
             since,
             no_wait,
         } => {
-            let since = pointhook::store::unix_ms(since);
+            let since = since.map(pointhook::store::unix_ms);
             known(store, &name, now).await?;
             let acted = acting(store)
                 .recover_destination(&Actor::cli(), &name, since)
@@ -109,8 +117,9 @@ pub async fn run(store: &Store, cmd: Destinations) -> anyhow::Result<()> {
                     bail!("{name} is disabled: `pointhook destinations enable {name}` first")
                 }
                 Done::Unknown(why) => bail!("{why}"),
-                Done::Done(n) => {
-                    println!("{n} events for {name} queued again, oldest first");
+                Done::Done((from, n)) => {
+                    let from = from.map(|t| format!(" (since {t})")).unwrap_or_default();
+                    println!("{n} events for {name} queued again{from}, oldest first");
                     if n > 0 && !no_wait {
                         follow(store, &name).await?;
                     }
@@ -183,6 +192,8 @@ fn show(d: &DestinationView) -> String {
         ("gave up", d.gave_up.to_string()),
         ("oldest event", or_none(&d.oldest_event)),
         ("failing since", or_none(&d.failing_since)),
+        ("failure began", or_none(&d.outage_since)),
+        ("recover since", or_none(&d.recover_since)),
         ("last success", or_none(&d.last_success_at)),
     ];
     if let Some(r) = &d.recovery {

@@ -1,13 +1,14 @@
 //! `pointhook explain ID`: why an order is where it is. Finds the order by
 //! any id it is known by (as the console's search box does), then tells its
 //! story oldest first: each notification, each API answer, each decision
-//! with the rule's reason, each event with its attempts, each review and
-//! each person's action.
+//! with the rule's reason, each event with its state and attempts at each
+//! destination, each review and each person's action.
 
 use anyhow::Context;
 use clap::Args;
+use pointhook::store::EventSummary;
 use pointhook::store::Store;
-use pointhook::store::console_views::{Entry, Timeline};
+use pointhook::store::console_views::{AttemptView, Entry, Timeline};
 use pointhook_common::text::printable;
 
 use super::render::{Format, print, say};
@@ -133,11 +134,10 @@ fn describe(entry: &Entry) -> (String, &'static str, String) {
             event.created_at.clone(),
             "event",
             format!(
-                "{} {} {} after {} attempt(s){}",
+                "{} {} {}{}",
                 event.event_type,
                 event.id,
-                event.state,
-                attempts.len().max(event.attempts as usize),
+                at_each(event, attempts),
                 event
                     .last_error
                     .as_ref()
@@ -162,4 +162,30 @@ fn describe(entry: &Entry) -> (String, &'static str, String) {
             ),
         ),
     }
+}
+
+/// An event's state at each destination with the attempts made there
+/// ("delivered to shop after 1 attempt, gave up at erp after 3
+/// attempts"); each destination counts its own.
+fn at_each(event: &EventSummary, attempts: &[AttemptView]) -> String {
+    if event.destinations.is_empty() {
+        return format!("{} after {} attempt(s)", event.state, event.attempts);
+    }
+    event
+        .destinations
+        .iter()
+        .map(|d| {
+            let made = attempts
+                .iter()
+                .filter(|a| a.destination == d.destination)
+                .count()
+                .max(d.attempts as usize);
+            match made {
+                0 => d.words(),
+                1 => format!("{} after 1 attempt", d.words()),
+                n => format!("{} after {n} attempts", d.words()),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -10,8 +10,9 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use pointhook::domain::{EventState, JobKind, JobState, Kind};
 use pointhook::operators::Actor;
 use pointhook::store::console_views::{EventFilter, JobFilter, Page};
-use pointhook::store::{self, DeliveryFilter, JobSummary, Store, StoreError};
+use pointhook::store::{self, Again, DeliveryFilter, JobSummary, Store, StoreError};
 
+use super::event_lines::{again, at_each};
 use super::operators::{acting, finished};
 use super::paging::{PageArgs, list};
 use super::render::{
@@ -89,9 +90,13 @@ pub enum Events {
         /// them).
         #[arg(long = "type")]
         event_type: Option<String>,
-        /// Only events in this state.
+        /// Only events in this state: an entry per destination where it is
+        /// (dead: given up at one, whatever the others did).
         #[arg(long, value_parser = one_of(EventState::all().map(EventState::as_str), EventState::parse))]
         state: Option<EventState>,
+        /// With --state: only what is in it at this destination.
+        #[arg(long, requires = "state")]
+        destination: Option<String>,
         /// Only this account's.
         #[arg(long)]
         account: Option<String>,
@@ -100,14 +105,19 @@ pub enum Events {
         #[command(flatten)]
         format: Format,
     },
-    /// One event: its body, state and job.
+    /// One event: its state and attempts at each destination, its body
+    /// and job.
     Show {
         id: String,
         #[command(flatten)]
         format: Format,
     },
-    /// Send an event again, with the same id.
+    /// Send an event again, with the same id, to the destinations that
+    /// gave it up or failed it (not to one that took it).
     Redeliver { id: String },
+    /// Send an event again, with the same id, to every destination, those
+    /// that took it too.
+    RedeliverAll { id: String },
 }
 
 /// A flag's value: one of `names`, turned into its type by `parse`; the
@@ -386,6 +396,7 @@ pub async fn events(store: &Store, cmd: Events) -> anyhow::Result<()> {
         Events::List {
             event_type,
             state,
+            destination,
             account,
             page,
             format,
@@ -393,6 +404,7 @@ pub async fn events(store: &Store, cmd: Events) -> anyhow::Result<()> {
             let listed = list(&page, |cursor, limit| {
                 store.event_page(EventFilter {
                     state,
+                    destination: destination.clone(),
                     event_type: event_type.clone(),
                     account: account.clone(),
                     cursor,
@@ -407,22 +419,19 @@ pub async fn events(store: &Store, cmd: Events) -> anyhow::Result<()> {
                 .get_event(id.clone())
                 .await?
                 .with_context(|| format!("no event {}", pointhook_common::text::printable(&id)))?;
+            let attempts = store.event_attempts(id.clone()).await?;
             print(&format, &e, |e| {
                 let mut s = fields(&[
                     ("id", e.summary.id.clone()),
                     ("type", e.summary.event_type.clone()),
                     ("account", e.summary.account.clone()),
                     ("subject", e.summary.subject.clone()),
-                    ("state", e.summary.state.into()),
-                    ("attempts", e.summary.attempts.to_string()),
+                    ("state", e.summary.where_()),
+                    ("attempts", e.summary.attempts_at()),
                     ("created", e.summary.created_at.clone()),
                     (
                         "delivered",
                         e.summary.delivered_at.clone().unwrap_or_default(),
-                    ),
-                    (
-                        "next attempt",
-                        e.next_attempt_at.clone().unwrap_or_default(),
                     ),
                     (
                         "last error",
@@ -430,19 +439,15 @@ pub async fn events(store: &Store, cmd: Events) -> anyhow::Result<()> {
                     ),
                     ("job", opt(e.job_id)),
                 ]);
+                s.push_str(&at_each(e, &attempts));
                 s.push_str("\nbody:\n");
                 s.push_str(&json(&e.body));
                 s.push('\n');
                 s
             })
         }
-        Events::Redeliver { id } => {
-            finished(acting(store).redeliver(&Actor::cli(), &id).await?)?;
-            say(&format!(
-                "event {} will be delivered again, with the same id\n",
-                pointhook_common::text::printable(&id)
-            ))
-        }
+        Events::Redeliver { id } => again(store, &id, Again::Unfinished).await,
+        Events::RedeliverAll { id } => again(store, &id, Again::Everywhere).await,
     }
 }
 

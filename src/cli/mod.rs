@@ -14,6 +14,7 @@ mod alerts;
 mod ask;
 mod client;
 mod destinations;
+mod event_lines;
 mod explain;
 mod fraud;
 mod holds;

@@ -166,6 +166,7 @@ pub fn event_table(rows: &[pointhook::store::EventSummary]) -> String {
             "ID",
             "TYPE",
             "SUBJECT",
+            "AT",
             "STATE",
             "ATTEMPTS",
             "CREATED",
@@ -177,8 +178,11 @@ pub fn event_table(rows: &[pointhook::store::EventSummary]) -> String {
                     e.id.clone(),
                     e.event_type.clone(),
                     e.subject.clone(),
-                    e.state.into(),
-                    e.attempts.to_string(),
+                    // In a list of one state, the destination the entry is
+                    // about.
+                    e.at().map(|a| a.words()).unwrap_or_default(),
+                    e.where_(),
+                    e.attempts_at(),
                     e.created_at.clone(),
                     clip(e.last_error.as_deref().unwrap_or(""), 50),
                 ]

@@ -20,6 +20,7 @@ mod console_pages;
 mod copy;
 mod destinations;
 mod destinations_sdk;
+mod destinations_walk;
 mod disk_full;
 mod durability;
 mod end_to_end;

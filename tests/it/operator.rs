@@ -347,8 +347,15 @@ async fn events_list_show_and_redeliver_with_the_same_id() {
     let (_, e) = s.admin("GET", &format!("/api/events/{id}")).await;
     assert_eq!(e["body"]["id"], id.as_str());
     assert_eq!(e["attempts"], 1);
-    let (status, _) = s
+    // Every destination took it: "deliver again" has nowhere to send it;
+    // to every destination, asked in those words, it goes again.
+    let (status, refused) = s
         .admin("POST", &format!("/api/events/{id}/redeliver"))
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"], "nothing_failed", "{refused}");
+    let (status, _) = s
+        .admin("POST", &format!("/api/events/{id}/redeliver-all"))
         .await;
     assert_eq!(status, 200);
     s.clock.advance(Duration::from_secs(1));
@@ -438,7 +445,7 @@ async fn the_cli_reads_and_replays_a_live_servers_database() {
     let (ok, out, _) = tokio::task::block_in_place(|| cli(app, &["events", "show", &event_id]));
     assert!(ok && out.contains(&event_id));
     let (ok, out, _) =
-        tokio::task::block_in_place(|| cli(app, &["events", "redeliver", &event_id]));
+        tokio::task::block_in_place(|| cli(app, &["events", "redeliver-all", &event_id]));
     assert!(ok, "{out}");
     assert_eq!(
         app.count(&format!(

@@ -22,7 +22,7 @@ use crate::domain::{Action, AuditOutcome};
 use crate::operators::Actor;
 use crate::rules::fraud::{Undo, undo_for};
 use crate::store::console_views::{NewAudit, ReviewDetail};
-use crate::store::{Answer, ReviewView, Store, StoreError};
+use crate::store::{Again, Answer, Redelivered, ReviewView, Store, StoreError};
 use pointhook_common::clock::Clock;
 
 /// How an action ended when storage did not fail.
@@ -360,19 +360,31 @@ impl Actions {
         .await
     }
 
-    /// The event is sent again, with the same id.
-    pub async fn redeliver(&self, who: &Actor, event: &str) -> Result<Acted<String>, StoreError> {
+    /// The event is sent again, with the same id: to the destinations
+    /// that gave it up or failed it, or (`Again::Everywhere`, asked for in
+    /// those words) to every destination that takes it.
+    pub async fn redeliver(
+        &self,
+        who: &Actor,
+        event: &str,
+        again: Again,
+    ) -> Result<Acted<Vec<String>>, StoreError> {
         let found = self.store.get_event(event.to_string()).await?;
+        let to = match again {
+            Again::Unfinished => "to the destinations that gave it up or failed it",
+            Again::Everywhere => "to every destination",
+        };
         let about = About {
             item: format!("event:{event}"),
             account: found.as_ref().map(|e| e.summary.account.clone()),
             order_id: found.as_ref().and_then(|e| order_of(&e.summary.subject)),
             detail: match &found {
                 Some(e) => format!(
-                    "redeliver {} {event} ({}, {} attempts)",
-                    e.summary.event_type, e.summary.state, e.summary.attempts
+                    "redeliver {} {event} {to} ({})",
+                    e.summary.event_type,
+                    e.summary.where_()
                 ),
-                None => format!("redeliver event {event}"),
+                None => format!("redeliver event {event} {to}"),
             },
         };
         let run = async {
@@ -382,23 +394,27 @@ impl Actions {
                 ));
             }
             Ok(
-                if self
+                match self
                     .store
-                    .redeliver_event(event.to_string(), self.now())
+                    .redeliver_event(event.to_string(), again, self.now())
                     .await?
                 {
-                    Done::Done(event.to_string())
-                } else {
-                    Done::Refused(format!("no event {event}"))
+                    Redelivered::To(names) => Done::Done(names),
+                    Redelivered::NoSuchEvent => Done::Refused(format!("no event {event}")),
+                    Redelivered::NothingFailed => Done::Refused(NOTHING_FAILED.into()),
                 },
             )
         };
-        self.audited(who, Action::Redeliver, about, run, |_| {
-            "pending again, same id".into()
+        self.audited(who, Action::Redeliver, about, run, |names| {
+            format!("pending again, same id, at {}", names.join(", "))
         })
         .await
     }
 }
+
+/// Why "deliver again" sends nothing when every destination took it.
+pub const NOTHING_FAILED: &str = "every destination took it already: \
+    deliver it again to every destination to send it to all";
 
 #[cfg(test)]
 mod tests {

@@ -69,21 +69,31 @@ impl Actions {
             .await
     }
 
-    /// Every event for `name` decided since `since` (unix ms) that failed,
-    /// was paused or gave up is sent again, oldest first.
+    /// Every event for `name` that failed, was paused or gave up since
+    /// `since` (unix ms; `None`: since the failure's start, as the
+    /// destination keeps it), whenever it was decided, is sent again,
+    /// oldest first. Done: (the time recovered from, events queued).
     pub async fn recover_destination(
         &self,
         who: &Actor,
         name: &str,
-        since: i64,
-    ) -> Result<Acted<u64>, StoreError> {
+        since: Option<i64>,
+    ) -> Result<Acted<(Option<String>, u64)>, StoreError> {
         let shown = pointhook_common::text::printable(name);
+        let from = match since {
+            Some(t) => Some(pointhook_common::clock::rfc3339(t)),
+            None => self
+                .store
+                .destination(name, self.now())
+                .await?
+                .and_then(|d| d.recover_since),
+        };
         let about = about(
             name,
-            format!(
-                "recover destination {shown} since {}",
-                pointhook_common::clock::rfc3339(since)
-            ),
+            match &from {
+                Some(t) => format!("recover destination {shown} since {t}"),
+                None => format!("recover destination {shown}: everything that waits"),
+            },
         );
         let run = async {
             Ok(
@@ -92,7 +102,7 @@ impl Actions {
                     .recover_destination(name, since, self.now())
                     .await?
                 {
-                    Recovery::Queued(n) => Done::Done(n),
+                    Recovery::Queued(n) => Done::Done((from.clone(), n)),
                     Recovery::NotFound => Done::Refused(format!("no destination {shown}")),
                     Recovery::Disabled => {
                         Done::Refused(format!("destination {shown} is disabled: enable it first"))
@@ -100,7 +110,7 @@ impl Actions {
                 },
             )
         };
-        self.audited(who, Action::Recover, about, run, |n| {
+        self.audited(who, Action::Recover, about, run, |(_, n)| {
             format!("{n} event(s) queued again")
         })
         .await

@@ -58,8 +58,14 @@ pub(super) fn job_summary(r: &Row<'_>) -> Result<JobSummary, StoreError> {
     })
 }
 
+/// An event's columns, and where it stands at each destination: `name
+/// state attempts` per queue row, by name (a name has no space or comma).
+/// Both dialects read `string_agg` with its `ORDER BY`. Ten columns.
 pub(super) const EVENT_COLUMNS: &str =
-    "id, account, type, subject, state, attempts, created_at, delivered_at, last_error";
+    "id, account, type, subject, state, attempts, created_at, delivered_at, last_error,
+     (SELECT string_agg(o.destination || ' ' || o.state || ' ' || o.attempts, ','
+                        ORDER BY o.destination)
+      FROM outbox o WHERE o.event_id = events.id)";
 
 pub(super) fn event_summary(r: &Row<'_>) -> Result<EventSummary, StoreError> {
     let state: EventState = r.get(4)?;
@@ -73,6 +79,8 @@ pub(super) fn event_summary(r: &Row<'_>) -> Result<EventSummary, StoreError> {
         created_at: rfc3339(r.get(6)?),
         delivered_at: ts(r.get(7)?),
         last_error: r.get(8)?,
+        destinations: super::outbox_reads::event_at(r.get(9)?),
+        listed_at: None,
     })
 }
 
@@ -343,9 +351,9 @@ pub(super) async fn retry_dead_jobs(c: &Conn<'_>, now: i64) -> Result<usize, Sto
 }
 
 /// Newest first, in the order recorded. Without a state, that order read
-/// backwards stops at `limit`; with one, the state's rows come from the
-/// due index and only they are sorted (read backwards, a rare state such
-/// as pending meant passing every delivered event).
+/// backwards stops at `limit`; with one, an entry per destination where
+/// the event is in it, from the queue rows' state index (what gave up at
+/// one destination is listed while another still holds the event).
 pub(super) async fn list_events(
     c: &Conn<'_>,
     event_type: Option<&str>,
@@ -356,6 +364,15 @@ pub(super) async fn list_events(
     let limit = clamp(limit);
     let kind = "(CAST($1 AS TEXT) IS NULL OR type = $1)";
     match state {
+        Some(state) if state != EventState::Stored => {
+            let at = super::outbox_reads::AtDestination {
+                state,
+                destination: None,
+                event_type: event_type.map(str::to_string),
+            };
+            let rows = super::outbox_reads::events_at(c, &at, (i64::MAX, i64::MAX), limit).await?;
+            Ok(rows.into_iter().map(|(_, e)| e).collect())
+        }
         Some(state) => {
             let index = c.indexed_by("events_due");
             c.query(
@@ -392,9 +409,9 @@ pub(super) async fn get_event(c: &Conn<'_>, id: &str) -> Result<Option<EventDeta
             Ok(EventDetail {
                 destinations: Vec::new(),
                 summary,
-                job_id: r.get(9)?,
-                next_attempt_at: if pending { ts(r.get(10)?) } else { None },
-                body: serde_json::from_str(&r.get::<String>(11)?).unwrap_or(Value::Null),
+                job_id: r.get(10)?,
+                next_attempt_at: if pending { ts(r.get(11)?) } else { None },
+                body: serde_json::from_str(&r.get::<String>(12)?).unwrap_or(Value::Null),
             })
         },
     )

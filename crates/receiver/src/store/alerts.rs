@@ -173,7 +173,7 @@ async fn counts(c: &Conn<'_>) -> Result<AttentionCounts, StoreError> {
                    SELECT 1 FROM acknowledgements a
                    WHERE a.item = 'at_risk:' || o.account || ':' || o.order_id)),
                (SELECT count(*) FROM jobs WHERE state = $2),
-               (SELECT count(*) FROM events WHERE state = $3),
+               (SELECT count(*) FROM outbox WHERE state = $3),
                (SELECT count(*) FROM deliveries d {missed}
                  WHERE d.kind = {reconcile} AND NOT EXISTS (
                    SELECT 1 FROM acknowledgements a WHERE a.item = 'missed:' || d.id))"

@@ -158,6 +158,8 @@ pub struct Inbox {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct AttemptView {
+    /// Where it was sent: each destination counts its own attempts.
+    pub destination: String,
     pub attempt: i64,
     pub at: String,
     pub state: &'static str,
@@ -275,7 +277,11 @@ pub struct JobFilter {
 /// Filters of the event list.
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
+    /// With a state, one entry per destination where the event is in it
+    /// (given up at one while another still holds it is listed as dead).
     pub state: Option<crate::domain::EventState>,
+    /// Only what is at this destination (with a state).
+    pub destination: Option<String>,
     pub event_type: Option<String>,
     pub account: Option<String>,
     pub cursor: Option<String>,

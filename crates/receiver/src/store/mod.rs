@@ -32,10 +32,11 @@ pub use model::{
     Lease, LeasedEvent, LeasedJob, NewDelivery, NewJob, Recorded, Recovery, Sighting, Take,
     fingerprint,
 };
+pub use outbox::{Again, Redelivered};
 pub use pointhook_common::clock::{rfc3339, unix_ms, unix_ms_now};
 pub use views::{
     Answer, DEFAULT_LIMIT, DeliveryDetail, DeliveryFilter, DeliverySummary, DestinationView,
-    EventDelivery, EventDetail, EventSummary, Health, JobDetail, JobSummary, MAX_LIMIT,
+    EventAt, EventDelivery, EventDetail, EventSummary, Health, JobDetail, JobSummary, MAX_LIMIT,
     MetricsSnapshot, OrderView, PRUNE_BATCH, Pruned, RecoveryView, ReviewView,
 };
 
@@ -171,12 +172,14 @@ macro_rules! on {
 // Their methods use `on!`, so they are declared after it.
 mod alerts;
 mod console;
+mod destinations;
 mod failures;
 pub mod holds;
 mod inspect;
 mod maintenance;
 mod order_reads;
 mod outbox;
+mod outbox_reads;
 mod reconcile;
 mod reviews;
 

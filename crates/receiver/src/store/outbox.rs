@@ -1,12 +1,35 @@
-//! The outbox's and the destinations' part of `Store`: a queue per
-//! destination leased and recorded with its health, each destination's
-//! state and a person's enable, disable and recovery, and an event with
-//! every destination's attempts.
+//! The outbox's part of `Store`: a queue per destination leased and
+//! recorded with its health (each backend's own statements, tuned for
+//! their locking), an event with every destination's attempts, and an
+//! event sent again to the destinations that gave it up or failed it, or
+//! to every one when a person asks for that. The destinations' state and
+//! recoveries are in `destinations.rs`.
 
 use super::{
-    Backend, BatchHealth, DestinationView, EventDetail, EventOutcome, Lease, LeasedEvent, Recorded,
-    Recovery, Store, StoreError,
+    Backend, BatchHealth, EventDetail, EventOutcome, Lease, LeasedEvent, Recorded, Store,
+    StoreError,
 };
+use crate::domain::EventState;
+
+/// Where "deliver again" sends an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Again {
+    /// Only the destinations that gave it up or failed it (tried, not
+    /// delivered): one that took it is not sent it twice.
+    Unfinished,
+    /// Every destination that takes it now, and any it was queued for.
+    Everywhere,
+}
+
+/// What a "deliver again" did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redelivered {
+    /// Queued again at these destinations, by name.
+    To(Vec<String>),
+    NoSuchEvent,
+    /// No destination gave it up or failed it (`Again::Unfinished`).
+    NothingFailed,
+}
 
 impl Store {
     /// Leases up to `limit` of `destination`'s events due for a delivery
@@ -43,101 +66,69 @@ impl Store {
         on!(self, b => b.record_event_outcomes(destination, outcomes, health).await)
     }
 
-    /// Marks the configured destinations (name, URL as shown), creating
-    /// the new ones enabled; writes nothing when the store says so already.
-    pub async fn register_destinations(
-        &self,
-        configured: Vec<(String, String)>,
-        now: i64,
-    ) -> Result<(), StoreError> {
-        let known = self.destinations(now).await?;
-        let same = known.len() == configured.len()
-            && known.iter().all(|d| {
-                configured
-                    .iter()
-                    .any(|(name, url)| *name == d.name && Some(url) == d.url.as_ref())
-            });
-        if same {
-            return Ok(());
-        }
-        on!(self, b => b.register_destinations(configured, now).await)
-    }
-
-    /// The configured destinations, by name, with what waits for each.
-    pub async fn destinations(&self, now: i64) -> Result<Vec<DestinationView>, StoreError> {
-        on!(self, b => b.destinations(None, now).await)
-    }
-
-    pub async fn destination(
-        &self,
-        name: &str,
-        now: i64,
-    ) -> Result<Option<DestinationView>, StoreError> {
-        let name = Some(name.to_string());
-        Ok(on!(self, b => b.destinations(name, now).await)?.pop())
-    }
-
-    /// Enabled again: new events are sent (what was paused waits for a
-    /// recovery). `false`: no such destination.
-    pub async fn enable_destination(&self, name: &str, now: i64) -> Result<bool, StoreError> {
-        let found = on!(self, b => b.enable_destination(name.to_string(), now).await)?;
-        self.inner.events_ready.notify_one();
-        Ok(found)
-    }
-
-    /// Disabled by a person, for `reason`: its events wait as paused.
-    /// `false`: no such destination.
-    pub async fn disable_destination(
-        &self,
-        name: &str,
-        reason: &str,
-        now: i64,
-    ) -> Result<bool, StoreError> {
-        let (name, reason) = (name.to_string(), reason.to_string());
-        on!(self, b => b.disable_destination(name, reason, now).await)
-    }
-
-    /// Sends again every event for `name` decided since `since` (unix ms)
-    /// that failed, was paused or gave up, oldest first.
-    pub async fn recover_destination(
-        &self,
-        name: &str,
-        since: i64,
-        now: i64,
-    ) -> Result<Recovery, StoreError> {
-        let name = name.to_string();
-        let answer = on!(self, b => b.recover_destination(name, since, now).await)?;
-        self.inner.events_ready.notify_one();
-        Ok(answer)
-    }
-
     /// An event, with each destination's attempts and state.
     pub async fn get_event(&self, id: String) -> Result<Option<EventDetail>, StoreError> {
         let Some(mut detail) = self.event(id.clone()).await? else {
             return Ok(None);
         };
-        detail.destinations = on!(self, b => b.event_deliveries(id).await)?;
+        detail.destinations = self.event_deliveries(id).await?;
         Ok(Some(detail))
     }
 
-    /// Sends an event again, with the same id, to every destination that
-    /// takes it now (and any it was queued for). `false`: no such event.
-    pub async fn redeliver_event(&self, id: String, now: i64) -> Result<bool, StoreError> {
-        let Some(event) = self.event(id.clone()).await? else {
-            return Ok(false);
+    /// Sends an event again, with the same id: to the destinations that
+    /// gave it up or failed it, or (`Again::Everywhere`) to every
+    /// destination that takes it now and any it was queued for.
+    pub async fn redeliver_event(
+        &self,
+        id: String,
+        again: Again,
+        now: i64,
+    ) -> Result<Redelivered, StoreError> {
+        let Some(event) = self.get_event(id.clone()).await? else {
+            return Ok(Redelivered::NoSuchEvent);
         };
-        let rules = &self.inner.rules;
-        let mut destinations = match crate::domain::EventType::parse(&event.summary.event_type) {
-            Some(t) => (rules.route)(&rules.events, &event.summary.account, t),
-            None => Vec::new(),
-        };
-        for queued in on!(self, b => b.event_deliveries(id.clone()).await)? {
-            if !destinations.contains(&queued.destination) {
-                destinations.push(queued.destination);
+        let destinations: Vec<String> = match again {
+            Again::Unfinished => event
+                .destinations
+                .iter()
+                .filter(|d| {
+                    d.state == EventState::Dead.as_str()
+                        || (d.state == EventState::Pending.as_str() && d.attempts > 0)
+                })
+                .map(|d| d.destination.clone())
+                .collect(),
+            Again::Everywhere => {
+                let rules = &self.inner.rules;
+                let mut all = match crate::domain::EventType::parse(&event.summary.event_type) {
+                    Some(t) => (rules.route)(&rules.events, &event.summary.account, t),
+                    None => Vec::new(),
+                };
+                for queued in &event.destinations {
+                    if !all.contains(&queued.destination) {
+                        all.push(queued.destination.clone());
+                    }
+                }
+                all
             }
+        };
+        if destinations.is_empty() && again == Again::Unfinished {
+            return Ok(Redelivered::NothingFailed);
         }
+        let sent = destinations.clone();
         let found = on!(self, b => b.redeliver_event(id, destinations, now).await)?;
+        self.wake_outboxes().await;
+        Ok(if found {
+            Redelivered::To(sent)
+        } else {
+            Redelivered::NoSuchEvent
+        })
+    }
+
+    /// Wakes this instance's outboxes, and on PostgreSQL the others'.
+    pub(super) async fn wake_outboxes(&self) {
         self.inner.events_ready.notify_one();
-        Ok(found)
+        if let Backend::Postgres(b) = &self.inner.backend {
+            b.wake_events().await;
+        }
     }
 }

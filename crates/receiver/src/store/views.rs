@@ -130,6 +130,67 @@ pub struct EventSummary {
     pub created_at: String,
     pub delivered_at: Option<String>,
     pub last_error: Option<String>,
+    /// Where it stands at each destination it goes to, by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<EventAt>,
+    /// In a list of one state (what gave up, what waits): the destination
+    /// this entry is about; an event that gave up at two is listed twice.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listed_at: Option<String>,
+}
+
+/// An event's state and attempts at one destination.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventAt {
+    pub destination: String,
+    pub state: &'static str,
+    pub attempts: i64,
+}
+
+impl EventAt {
+    /// "delivered to shop", "gave up at erp", "paused at erp" …
+    pub fn words(&self) -> String {
+        let d = &self.destination;
+        match self.state {
+            "delivered" => format!("delivered to {d}"),
+            "dead" => format!("gave up at {d}"),
+            "pending" if self.attempts > 0 => format!("failing at {d}"),
+            state => format!("{state} at {d}"),
+        }
+    }
+}
+
+impl EventSummary {
+    /// The event's state at each destination, in words ("delivered to
+    /// shop, gave up at erp"); the event's own state where it goes nowhere.
+    pub fn where_(&self) -> String {
+        if self.destinations.is_empty() {
+            return self.state.to_string();
+        }
+        self.destinations
+            .iter()
+            .map(EventAt::words)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Its attempts at each destination ("shop 1, erp 3"), or the count.
+    pub fn attempts_at(&self) -> String {
+        if self.destinations.is_empty() {
+            return self.attempts.to_string();
+        }
+        self.destinations
+            .iter()
+            .map(|d| format!("{} {}", d.destination, d.attempts))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// This entry's destination, where a list names one.
+    pub fn at(&self) -> Option<&EventAt> {
+        let name = self.listed_at.as_deref()?;
+        self.destinations.iter().find(|d| d.destination == name)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -153,6 +214,9 @@ pub struct EventDelivery {
     pub next_attempt_at: Option<String>,
     pub last_error: Option<String>,
     pub delivered_at: Option<String>,
+    /// When it last failed, was paused or gave up here (what a recovery
+    /// since a time picks by).
+    pub failed_at: Option<String>,
 }
 
 /// A destination as the console, the admin API, the CLI and `/metrics`
@@ -177,6 +241,13 @@ pub struct DestinationView {
     pub oldest_seconds: i64,
     /// Every attempt has failed since then.
     pub failing_since: Option<String>,
+    /// Since when something here waits for a recovery (the failure's
+    /// start, kept after the destination is enabled; cleared by a
+    /// recovery).
+    pub outage_since: Option<String>,
+    /// What a recovery covers when no time is given: the failure's start,
+    /// else when it began failing or was disabled.
+    pub recover_since: Option<String>,
     pub last_success_at: Option<String>,
     pub recovery: Option<RecoveryView>,
 }
@@ -184,7 +255,8 @@ pub struct DestinationView {
 /// The last recovery of a destination and how far it got.
 #[derive(Debug, Clone, Serialize)]
 pub struct RecoveryView {
-    /// Events decided since then were queued again.
+    /// Events that failed, were paused or gave up since then were queued
+    /// again.
     pub since: String,
     pub asked_at: String,
     pub queued: i64,

@@ -19,7 +19,7 @@ use crate::domain::Review;
 use crate::domain::{EventState, JobState};
 use crate::operators::Actor;
 use crate::store::console_views::AuditFilter;
-use crate::store::{self, DEFAULT_LIMIT, DeliveryFilter, MAX_LIMIT};
+use crate::store::{self, Again, DEFAULT_LIMIT, DeliveryFilter, MAX_LIMIT};
 use pointhook_common::query::Query;
 
 pub(super) fn routes() -> Router<Shared> {
@@ -34,6 +34,7 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/api/events", get(events))
         .route("/api/events/{id}", get(event))
         .route("/api/events/{id}/redeliver", post(redeliver))
+        .route("/api/events/{id}/redeliver-all", post(redeliver_all))
         .route("/api/fraud-reviews", get(reviews))
         .route("/api/fraud-reviews/{id}/confirm", post(confirm))
         .route("/api/fraud-reviews/{id}/dismiss", post(dismiss))
@@ -210,12 +211,30 @@ async fn events(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Resp
         .map(|st| {
             EventState::parse(st).ok_or_else(|| {
                 AdminError::BadRequest(format!(
-                    "state must be pending, delivered, dead or stored, not {st:?}"
+                    "state must be pending, paused, delivered, dead or stored, not {st:?}"
                 ))
             })
         })
         .transpose()?;
     let limit = limit(&q)?;
+    // With a state, an entry per destination in it; `destination` keeps
+    // one destination's.
+    if let Some(destination) = q.get("destination") {
+        let state = state.ok_or_else(|| {
+            AdminError::BadRequest("destination goes with a state (?state=dead)".into())
+        })?;
+        let page = s
+            .store
+            .event_page(store::console_views::EventFilter {
+                state: Some(state),
+                destination: Some(destination.to_string()),
+                event_type: kind,
+                limit,
+                ..Default::default()
+            })
+            .await?;
+        return Ok(Json(page.rows).into_response());
+    }
     let rows = s.store.list_events(kind, state, limit).await?;
     Ok(Json(rows).into_response())
 }
@@ -225,10 +244,25 @@ async fn event(State(s): State<Shared>, Path(event): Path<String>) -> Result<Res
     Ok(found(e, "event")?.into_response())
 }
 
+/// To the destinations that gave the event up or failed it; 409
+/// `nothing_failed` when every one took it.
 async fn redeliver(State(s): State<Shared>, Path(event): Path<String>) -> Result<Response> {
-    let acted = s.actions().redeliver(&Actor::api(), &event).await?;
-    done(acted.done, "no_fulfillment_url")?;
-    Ok(Json(json!({"redelivering": event, "audit_id": acted.audit})).into_response())
+    again(s, event, Again::Unfinished).await
+}
+
+/// To every destination that takes the event, those that took it too.
+async fn redeliver_all(State(s): State<Shared>, Path(event): Path<String>) -> Result<Response> {
+    again(s, event, Again::Everywhere).await
+}
+
+async fn again(s: Shared, event: String, again: Again) -> Result<Response> {
+    let acted = s.actions().redeliver(&Actor::api(), &event, again).await?;
+    let code = match &acted.done {
+        Done::Refused(m) if m == crate::actions::NOTHING_FAILED => "nothing_failed",
+        _ => "no_fulfillment_url",
+    };
+    let to = done(acted.done, code)?;
+    Ok(Json(json!({"redelivering": event, "to": to, "audit_id": acted.audit})).into_response())
 }
 
 async fn reviews(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Result<Response> {

@@ -4,7 +4,9 @@
 //! - `GET  /api/destinations`, `GET /api/destinations/{name}`
 //! - `POST /api/destinations/{name}/enable`
 //! - `POST /api/destinations/{name}/disable` (`{"reason": "…"}`, optional)
-//! - `POST /api/destinations/{name}/recover` with `{"since": RFC 3339}`
+//! - `POST /api/destinations/{name}/recover` with `{"since": RFC 3339}`,
+//!   or without it: since the failure's start (`recover_since`), kept
+//!   after the destination is enabled
 
 use axum::Router;
 use axum::body::Bytes;
@@ -72,11 +74,15 @@ async fn recover(
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Response> {
-    let text = field(&body, "since")?
-        .ok_or_else(|| AdminError::BadRequest("send {\"since\": \"<RFC 3339 time>\"}".into()))?;
-    let since = humantime::parse_rfc3339_weak(&text)
-        .map(crate::store::unix_ms)
-        .map_err(|_| AdminError::BadRequest(format!("since must be RFC 3339, not {text:?}")))?;
+    let since = field(&body, "since")?
+        .map(|text| {
+            humantime::parse_rfc3339_weak(&text)
+                .map(crate::store::unix_ms)
+                .map_err(|_| {
+                    AdminError::BadRequest(format!("since must be RFC 3339, not {text:?}"))
+                })
+        })
+        .transpose()?;
     known(&s, &name).await?;
     let acted = s
         .actions()
@@ -87,10 +93,10 @@ async fn recover(
             code: "destination_disabled",
             message,
         }),
-        Done::Done(n) => {
-            tracing::info!(destination = %name, by = "api", since = %text, queued = n, "destination recovering");
+        Done::Done((from, n)) => {
+            tracing::info!(destination = %name, by = "api", since = ?from, queued = n, "destination recovering");
             Ok(
-                axum::Json(json!({"destination": name, "since": text, "queued": n}))
+                axum::Json(json!({"destination": name, "since": from, "queued": n}))
                     .into_response(),
             )
         }

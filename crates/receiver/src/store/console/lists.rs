@@ -11,6 +11,7 @@ use crate::store::admin_reads::{
     job_summary,
 };
 use crate::store::console_views::*;
+use crate::store::outbox_reads::{AtDestination, events_at};
 use crate::store::sql::{Conn, sql};
 use crate::store::views::{DeliveryFilter, DeliverySummary, EventSummary, JobSummary, clamp};
 use pointhook_common::clock::rfc3339;
@@ -227,6 +228,15 @@ pub(super) async fn event_page(
     loop {
         let n = scan.chunk();
         let rows: Vec<((i64, i64), EventSummary)> = match f.state {
+            // One entry per destination where the event is in the state.
+            Some(state) if state != EventState::Stored => {
+                let at = AtDestination {
+                    state,
+                    destination: f.destination.clone(),
+                    event_type: None,
+                };
+                events_at(c, &at, (t, id), n).await?
+            }
             Some(state) => {
                 let index = c.indexed_by("events_due");
                 c.query(
@@ -237,7 +247,7 @@ pub(super) async fn event_page(
                          ORDER BY next_attempt_at DESC, {seq} DESC LIMIT $4"
                     ),
                     &[&state, &t, &id, &n],
-                    |r| Ok(((r.get(10)?, r.get(9)?), event_summary(r)?)),
+                    |r| Ok(((r.get(11)?, r.get(10)?), event_summary(r)?)),
                 )
                 .await?
             }
@@ -248,7 +258,7 @@ pub(super) async fn event_page(
                          ORDER BY {seq} DESC LIMIT $2"
                     ),
                     &[&id, &n],
-                    |r| Ok(((0, r.get(9)?), event_summary(r)?)),
+                    |r| Ok(((0, r.get(10)?), event_summary(r)?)),
                 )
                 .await?
             }
@@ -359,19 +369,20 @@ pub(super) async fn job_deaths(c: &Conn<'_>, job: i64) -> Result<Vec<DeathView>,
     .await
 }
 
-/// Each delivery attempt of an event, oldest first.
+/// Each delivery attempt of an event, by destination, oldest first.
 pub(super) async fn event_attempts(
     c: &Conn<'_>,
     event: &str,
 ) -> Result<Vec<AttemptView>, StoreError> {
     c.query(
         sql!(
-            "SELECT attempt, at, state, error FROM event_attempts WHERE event_id = $1
-             ORDER BY attempt"
+            "SELECT attempt, at, state, error, destination FROM event_attempts
+             WHERE event_id = $1 ORDER BY destination, attempt"
         ),
         &[&event],
         |r| {
             Ok(AttemptView {
+                destination: r.get(4)?,
                 attempt: r.get(0)?,
                 at: rfc3339(r.get(1)?),
                 state: r.get::<EventState>(2)?.as_str(),

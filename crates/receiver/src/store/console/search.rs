@@ -90,13 +90,42 @@ async fn by_reference(c: &Conn<'_>, account: &str, text: &str) -> Result<Vec<Str
     .await
 }
 
-/// Every order (or intent, or lone payment) `text` names, in any account.
+/// A numeric id as the platform writes it: without leading zeros
+/// (`000123` is `123`); `None` when that is the text already.
+fn without_zeros(text: &str) -> Option<&str> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let trimmed = text.trim_start_matches('0');
+    let trimmed = if trimmed.is_empty() { "0" } else { trimmed };
+    (trimmed != text).then_some(trimmed)
+}
+
+/// Every order (or intent, or lone payment) `text` names, in any account;
+/// a number with leading zeros also as the id it writes (an external
+/// reference keeps its zeros).
 pub(super) async fn search(
     c: &Conn<'_>,
     accounts: &[String],
     text: &str,
 ) -> Result<Vec<Found>, StoreError> {
     let text = text.trim();
+    let mut found = search_one(c, accounts, text).await?;
+    if let Some(id) = without_zeros(text) {
+        for f in search_one(c, accounts, id).await? {
+            if !found.contains(&f) {
+                found.push(f);
+            }
+        }
+    }
+    Ok(found)
+}
+
+async fn search_one(
+    c: &Conn<'_>,
+    accounts: &[String],
+    text: &str,
+) -> Result<Vec<Found>, StoreError> {
     let mut found: Vec<Found> = Vec::new();
     if text.is_empty() || text.len() > 200 {
         return Ok(found);
@@ -187,4 +216,16 @@ pub(super) async fn search(
         }
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_number_with_leading_zeros_is_the_id_without_them() {
+        assert_eq!(super::without_zeros("000123"), Some("123"));
+        assert_eq!(super::without_zeros("000"), Some("0"));
+        assert_eq!(super::without_zeros("123"), None);
+        assert_eq!(super::without_zeros("0a1"), None);
+        assert_eq!(super::without_zeros(""), None);
+    }
 }

@@ -14,8 +14,6 @@ use super::work::lease_rows;
 use crate::domain::{DestinationState, EventState};
 use crate::store::StoreError;
 use crate::store::model::{Attempted, BatchHealth, EventOutcome, Lease, LeasedEvent, Recorded};
-use crate::store::views::EventDelivery;
-use pointhook_common::clock::rfc3339;
 
 const LEASE: &str = "WITH taken AS (
          UPDATE outbox SET lease_until = $2 + $3
@@ -40,8 +38,10 @@ const LEASE: &str = "WITH taken AS (
      FROM due LEFT JOIN taken ON true LEFT JOIN events e ON e.id = taken.event_id";
 
 /// Each attempt of a batch, fenced by its row's attempts (a row paused
-/// meanwhile stays paused unless delivered); the events' sums changed by
-/// what finished; the destination's failing clock. One statement. The
+/// meanwhile stays paused unless delivered; a failure's time kept for a
+/// recovery); the events' sums changed by what finished; the
+/// destination's failing clock, and the failure's start when one gave
+/// up. One statement. The
 /// events' rows are locked first, in order of id (`locked`, run once
 /// before `summed` touches a row): batches of several destinations name
 /// the same events, and taken in any other order two of them deadlocked
@@ -53,7 +53,8 @@ const RECORD: &str = "WITH locked AS (
              state = CASE WHEN n.state = $8 AND o.state = $9 THEN $9 ELSE n.state END,
              attempts = o.attempts + 1,
              delivered_at = coalesce(n.delivered_at, o.delivered_at), last_error = n.error,
-             next_attempt_at = coalesce(n.next, o.next_attempt_at), lease_until = NULL
+             next_attempt_at = coalesce(n.next, o.next_attempt_at), lease_until = NULL,
+             failed_at = CASE WHEN n.error IS NULL THEN o.failed_at ELSE $14 END
          FROM unnest($1::text[], $2::int[], $3::int2[], $4::bigint[], $5::text[], $6::bigint[])
              AS n (id, attempts, state, delivered_at, error, next)
          WHERE o.event_id = n.id AND o.destination = $7 AND o.attempts = n.attempts
@@ -77,6 +78,9 @@ const RECORD: &str = "WITH locked AS (
          UPDATE destinations SET
              failing_since = CASE WHEN $12 THEN NULL ELSE coalesce(failing_since, $14) END,
              last_success_at = CASE WHEN $12 THEN $14 ELSE last_success_at END,
+             outage_since = CASE WHEN EXISTS (SELECT 1 FROM u WHERE u.state = $11)
+                                 THEN coalesce(outage_since, failing_since, $14)
+                                 ELSE outage_since END,
              updated_at = $14
          WHERE name = $7 AND ($12 OR $13)
          RETURNING failing_since)
@@ -85,11 +89,13 @@ const RECORD: &str = "WITH locked AS (
 /// Disables a destination that is enabled and pauses what waits for it;
 /// says whether it is known and whether this disabled it.
 const DISABLE: &str = "WITH d AS (
-         UPDATE destinations SET state = $2, disabled_reason = $3, disabled_at = $4, updated_at = $4
+         UPDATE destinations SET state = $2, disabled_reason = $3, disabled_at = $4,
+             outage_since = coalesce(outage_since, failing_since, $4), updated_at = $4
          WHERE name = $1 AND state = $5
          RETURNING name),
      p AS (
-         UPDATE outbox SET state = $6, lease_until = NULL WHERE destination = $1 AND state = $7)
+         UPDATE outbox SET state = $6, lease_until = NULL, failed_at = $4
+         WHERE destination = $1 AND state = $7)
      SELECT EXISTS (SELECT 1 FROM destinations WHERE name = $1 AND configured),
             EXISTS (SELECT 1 FROM d)";
 
@@ -110,7 +116,8 @@ const REDELIVER: &str = "WITH ev AS (SELECT id, created_at FROM events WHERE id 
          SELECT ev.id, again.name, again.state, $3, ev.created_at, $3 FROM ev, again
          ON CONFLICT (event_id, destination) DO UPDATE SET
              state = excluded.state, next_attempt_at = excluded.next_attempt_at,
-             queued_at = excluded.queued_at, delivered_at = NULL, lease_until = NULL),
+             queued_at = excluded.queued_at, delivered_at = NULL, lease_until = NULL,
+             failed_at = NULL),
      added AS (
          SELECT count(*) FILTER (WHERE was IS NULL OR was IN ($6, $7)) AS unfinished,
                 count(*) FILTER (WHERE was = $7) AS revived
@@ -257,37 +264,13 @@ impl PgStore {
             )
             .await?
             .try_get(0)?;
-        drop(c);
-        if found {
-            self.wake(Channel::Events).await;
-        }
         Ok(found)
     }
 
-    pub async fn event_deliveries(&self, id: String) -> Result<Vec<EventDelivery>, StoreError> {
-        let c = self.client().await?;
-        let rows = c
-            .query(
-                "SELECT destination, state, attempts, next_attempt_at, last_error, delivered_at
-                 FROM outbox WHERE event_id = $1 ORDER BY destination",
-                &[&id],
-            )
-            .await?;
-        rows.iter()
-            .map(|r| {
-                let state: EventState = r.try_get(1)?;
-                Ok(EventDelivery {
-                    destination: r.try_get(0)?,
-                    state: state.as_str(),
-                    attempts: i64::from(r.try_get::<_, i32>(2)?),
-                    next_attempt_at: (state == EventState::Pending)
-                        .then(|| r.try_get::<_, i64>(3).map(rfc3339))
-                        .transpose()?,
-                    last_error: r.try_get(4)?,
-                    delivered_at: r.try_get::<_, Option<i64>>(5)?.map(rfc3339),
-                })
-            })
-            .collect()
+    /// Tells the other instances' outboxes that events may be due (a
+    /// person's enable, recovery or "deliver again").
+    pub async fn wake_events(&self) {
+        self.wake(Channel::Events).await;
     }
 }
 
@@ -307,7 +290,7 @@ fn leased_event(r: &Row) -> Result<Option<LeasedEvent>, StoreError> {
 
 /// Disables `destination` if enabled and pauses its pending events:
 /// (known, disabled by this call).
-pub(super) async fn disable(
+async fn disable(
     c: &impl GenericClient,
     destination: &str,
     reason: &str,

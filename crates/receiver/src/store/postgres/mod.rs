@@ -6,7 +6,7 @@
 //!   default `synchronous_commit`, durable).
 //! - Jobs and events are leased with `FOR UPDATE SKIP LOCKED`, fenced by
 //!   their attempt count (`work.rs`; events, a queue per destination, in
-//!   `events.rs`; destinations' state in `destinations.rs`).
+//!   `events.rs`; destinations' state is written once, in `store/destinations.rs`).
 //! - `LISTEN/NOTIFY` wakes the workers and outboxes of every instance,
 //!   sent after the commit, never inside it (`listen.rs`); polling stays
 //!   behind it.
@@ -17,7 +17,6 @@
 mod alerts;
 pub(super) mod copy;
 pub(in crate::store) mod decisions;
-mod destinations;
 mod errors;
 mod events;
 mod leader;

@@ -405,6 +405,21 @@ const MIGRATIONS: &[&str] = &[
         ADD COLUMN subject_kind TEXT GENERATED ALWAYS AS (split_part(subject, ':', 1)) STORED,
         ADD COLUMN subject_id TEXT
             GENERATED ALWAYS AS (substr(subject, strpos(subject, ':') + 1)) STORED;
+    "#, // 15: when each event last failed, was paused or gave up at a
+    // destination, since when a destination has something to recover, and
+    // the indexes of the lists of what gave up (as SQLite's 19).
+    r#"
+    ALTER TABLE outbox ADD COLUMN failed_at BIGINT;
+    UPDATE outbox SET failed_at = coalesce(
+        (SELECT max(a.at) FROM event_attempts a
+         WHERE a.event_id = outbox.event_id AND a.destination = outbox.destination),
+        queued_at)
+    WHERE state IN (2, 4) OR (state = 0 AND attempts > 0);
+    ALTER TABLE destinations ADD COLUMN outage_since BIGINT;
+    UPDATE destinations SET outage_since = coalesce(failing_since, disabled_at)
+    WHERE state = 1 OR EXISTS (SELECT 1 FROM outbox o WHERE o.destination = name AND o.state = 2);
+    CREATE INDEX outbox_state ON outbox (state, next_attempt_at, seq);
+    CREATE INDEX outbox_queued ON outbox (destination, queued_at);
     "#,
 ];
 

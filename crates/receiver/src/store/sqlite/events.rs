@@ -9,8 +9,6 @@ use super::SqliteStore;
 use crate::domain::{DestinationState, EventState};
 use crate::store::StoreError;
 use crate::store::model::{Attempted, BatchHealth, EventOutcome, Lease, LeasedEvent, Recorded};
-use crate::store::views::EventDelivery;
-use pointhook_common::clock::rfc3339;
 
 impl SqliteStore {
     pub async fn lease_events(
@@ -50,10 +48,6 @@ impl SqliteStore {
     ) -> Result<bool, StoreError> {
         self.write(move |c| redeliver(c, &id, &destinations, now))
             .await
-    }
-
-    pub async fn event_deliveries(&self, id: String) -> Result<Vec<EventDelivery>, StoreError> {
-        self.read(move |c| deliveries_of(c, &id)).await
     }
 }
 
@@ -151,18 +145,20 @@ fn record(
     health: &BatchHealth,
 ) -> rusqlite::Result<Recorded> {
     // A row paused while its attempt was out stays paused unless it was
-    // delivered.
+    // delivered. A failure (or giving up) is when a recovery picks it by.
     let mut update = conn.prepare_cached(
         "UPDATE outbox SET
              state = CASE WHEN ?3 = ?8 AND state = ?9 THEN ?9 ELSE ?3 END,
              attempts = attempts + 1, last_error = ?4,
              delivered_at = coalesce(?5, delivered_at),
-             next_attempt_at = coalesce(?6, next_attempt_at), lease_until = NULL
+             next_attempt_at = coalesce(?6, next_attempt_at), lease_until = NULL,
+             failed_at = CASE WHEN ?4 IS NULL THEN failed_at ELSE ?10 END
          WHERE event_id = ?1 AND destination = ?7 AND attempts = ?2 AND state IN (?8, ?9)",
     )?;
     let mut held = Vec::with_capacity(outcomes.len());
     let mut delivered = false;
     let mut failed = false;
+    let mut gave_up = false;
     for o in outcomes {
         let (state, error, at, next) = match &o.attempted {
             Attempted::Delivered { at } => {
@@ -175,6 +171,7 @@ fn record(
                     Some(_) => EventState::Pending,
                     None => EventState::Dead,
                 };
+                gave_up |= state == EventState::Dead;
                 (state, Some(error.as_str()), None, *next)
             }
         };
@@ -187,12 +184,21 @@ fn record(
             next,
             destination,
             EventState::Pending,
-            EventState::Paused
+            EventState::Paused,
+            health.now
         ])?;
         if n == 1 {
             summarize(conn, &o.event.id)?;
         }
         held.push(n == 1);
+    }
+    if gave_up {
+        // What gave up waits for a recovery from the failure's start.
+        conn.prepare_cached(
+            "UPDATE destinations SET outage_since = coalesce(outage_since, failing_since, ?2)
+             WHERE name = ?1",
+        )?
+        .execute(params![destination, health.now])?;
     }
     let disabled = record_health(conn, destination, delivered, failed, health)?;
     Ok(Recorded { held, disabled })
@@ -241,16 +247,13 @@ fn record_health(
     }
 }
 
-/// Disables `destination` (if enabled) and pauses its pending events;
-/// returns whether it was enabled.
-pub(super) fn disable(
-    conn: &Connection,
-    destination: &str,
-    reason: &str,
-    now: i64,
-) -> rusqlite::Result<bool> {
+/// Disables `destination` (if enabled) and pauses its pending events
+/// (each paused now; the failure's start kept for the recovery); returns
+/// whether it was enabled.
+fn disable(conn: &Connection, destination: &str, reason: &str, now: i64) -> rusqlite::Result<bool> {
     let changed = conn.execute(
-        "UPDATE destinations SET state = ?2, disabled_reason = ?3, disabled_at = ?4, updated_at = ?4
+        "UPDATE destinations SET state = ?2, disabled_reason = ?3, disabled_at = ?4,
+             outage_since = coalesce(outage_since, failing_since, ?4), updated_at = ?4
          WHERE name = ?1 AND state = ?5",
         params![
             destination,
@@ -261,15 +264,16 @@ pub(super) fn disable(
         ],
     )? == 1;
     conn.execute(
-        "UPDATE outbox SET state = ?2, lease_until = NULL WHERE destination = ?1 AND state = ?3",
-        params![destination, EventState::Paused, EventState::Pending],
+        "UPDATE outbox SET state = ?2, lease_until = NULL, failed_at = ?4
+         WHERE destination = ?1 AND state = ?3",
+        params![destination, EventState::Paused, EventState::Pending, now],
     )?;
     Ok(changed)
 }
 
 /// Sums an event's queue rows up on its own row: pending while any waits
 /// (pending or paused), else dead if one gave it up, else delivered.
-pub(super) fn summarize(conn: &Connection, event_id: &str) -> rusqlite::Result<()> {
+fn summarize(conn: &Connection, event_id: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "UPDATE events SET
              unfinished = s.unfinished, gave_up = s.gave_up, attempts = s.attempts,
@@ -323,7 +327,8 @@ fn redeliver(
          VALUES (?1, ?2, ?3, ?5, ?6, ?5)
          ON CONFLICT (event_id, destination) DO UPDATE SET
              state = CASE WHEN outbox.state = ?4 THEN ?4 ELSE ?3 END,
-             next_attempt_at = ?5, queued_at = ?5, delivered_at = NULL, lease_until = NULL",
+             next_attempt_at = ?5, queued_at = ?5, delivered_at = NULL, lease_until = NULL,
+             failed_at = NULL",
     )?;
     for d in destinations {
         again.execute(params![
@@ -348,26 +353,4 @@ fn redeliver(
     )?;
     summarize(conn, id)?;
     Ok(true)
-}
-
-/// Each destination an event goes to, with its own attempts and state.
-pub(super) fn deliveries_of(conn: &Connection, id: &str) -> rusqlite::Result<Vec<EventDelivery>> {
-    conn.prepare_cached(
-        "SELECT destination, state, attempts, next_attempt_at, last_error, delivered_at
-         FROM outbox WHERE event_id = ?1 ORDER BY destination",
-    )?
-    .query_map([id], |r| {
-        let state: EventState = r.get(1)?;
-        Ok(EventDelivery {
-            destination: r.get(0)?,
-            state: state.as_str(),
-            attempts: r.get(2)?,
-            next_attempt_at: (state == EventState::Pending)
-                .then(|| r.get::<_, i64>(3).map(rfc3339))
-                .transpose()?,
-            last_error: r.get(4)?,
-            delivered_at: r.get::<_, Option<i64>>(5)?.map(rfc3339),
-        })
-    })?
-    .collect()
 }

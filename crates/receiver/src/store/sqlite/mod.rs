@@ -15,7 +15,6 @@
 pub(super) mod copy;
 pub(in crate::store) mod decisions;
 mod deliveries;
-mod destinations;
 mod events;
 mod failure;
 mod files;

@@ -17,6 +17,7 @@ use crate::actions::consequence;
 use crate::http::admin::html::{HtmlError, number, render};
 use crate::http::admin::redirect::{local, see_other};
 use crate::operators::Actor;
+use crate::store::Again;
 
 #[derive(Deserialize)]
 pub struct ActForm {
@@ -184,16 +185,37 @@ pub async fn retry_group(
     Ok(back_to(None, "/".into(), acted.audit))
 }
 
+/// "Deliver again": to the destinations that gave the event up or failed it.
 pub async fn redeliver(
+    state: State<super::Shared>,
+    op: Extension<Operator>,
+    event: Path<String>,
+    f: Form<ActForm>,
+) -> Result<Response, HtmlError> {
+    again(state, op, event, f, Again::Unfinished).await
+}
+
+/// "Deliver again to every destination", those that took it too.
+pub async fn redeliver_all(
+    state: State<super::Shared>,
+    op: Extension<Operator>,
+    event: Path<String>,
+    f: Form<ActForm>,
+) -> Result<Response, HtmlError> {
+    again(state, op, event, f, Again::Everywhere).await
+}
+
+async fn again(
     State(s): State<super::Shared>,
     Extension(op): Extension<Operator>,
     Path(event): Path<String>,
     Form(f): Form<ActForm>,
+    again: Again,
 ) -> Result<Response, HtmlError> {
     check(&op, &f.csrf)?;
     let acted = s
         .actions()
-        .redeliver(&Actor::operator(&op.name), &event)
+        .redeliver(&Actor::operator(&op.name), &event, again)
         .await?;
     let page = format!(
         "/events/{}",

@@ -29,13 +29,17 @@ struct DestinationsPage {
 }
 
 impl DestinationsPage {
-    /// When a recovery starts by default: when the destination began to
-    /// fail or was disabled.
+    /// When a recovery starts by default: the failure's start, kept after
+    /// the destination is enabled (else when it began to fail or was
+    /// disabled).
     fn since<'a>(&self, d: &'a DestinationView) -> &'a str {
-        d.failing_since
-            .as_deref()
-            .or(d.disabled_at.as_deref())
-            .unwrap_or("")
+        d.recover_since.as_deref().unwrap_or("")
+    }
+
+    /// The list of what `d` gave up.
+    fn gave_up_link(&self, d: &DestinationView) -> String {
+        let name: String = form_urlencoded::byte_serialize(d.name.as_bytes()).collect();
+        format!("/events?state=dead&destination={name}")
     }
 }
 
@@ -78,7 +82,8 @@ pub async fn page(
 pub struct ActForm {
     #[serde(default)]
     csrf: String,
-    /// Recover: RFC 3339, or a browser's `YYYY-MM-DDTHH:MM` (UTC).
+    /// Recover: RFC 3339, or a browser's `YYYY-MM-DDTHH:MM` (UTC); empty:
+    /// since the failure's start.
     since: Option<String>,
 }
 
@@ -113,8 +118,12 @@ pub async fn recover(
         return Err(HtmlError::stale());
     }
     let text = f.since.unwrap_or_default();
-    let since = parse_since(text.trim())
-        .ok_or_else(|| HtmlError::bad("since must be a time such as 2026-11-22T14:05:00Z (UTC)"))?;
+    let since = match text.trim() {
+        "" => None,
+        text => Some(parse_since(text).ok_or_else(|| {
+            HtmlError::bad("since must be a time such as 2026-11-22T14:05:00Z (UTC)")
+        })?),
+    };
     let acted = s
         .actions()
         .recover_destination(&Actor::operator(&op.name), &name, since)

@@ -246,6 +246,8 @@ pub async fn job(
 pub struct EventQuery {
     done: Option<i64>,
     state: Option<String>,
+    /// With a state: only what is in it at this destination.
+    destination: Option<String>,
     r#type: Option<String>,
     account: Option<String>,
     cursor: Option<String>,
@@ -257,6 +259,8 @@ struct EventsPage {
     chrome: Chrome,
     states: Vec<&'static str>,
     state: String,
+    destinations: Vec<String>,
+    destination: String,
     event_type: String,
     account: String,
     rows: Vec<EventSummary>,
@@ -276,6 +280,7 @@ pub async fn events(
         .store
         .event_page(EventFilter {
             state,
+            destination: given(&q.destination),
             event_type: given(&q.r#type),
             account: given(&q.account),
             cursor: given(&q.cursor),
@@ -284,6 +289,7 @@ pub async fn events(
         .await?;
     let filters = [
         ("state", state.map(|s| s.as_str().to_string())),
+        ("destination", given(&q.destination)),
         ("type", given(&q.r#type)),
         ("account", given(&q.account)),
     ];
@@ -291,6 +297,14 @@ pub async fn events(
         chrome: Chrome::new(&s, &op, "events", q.done).await?,
         states: EventState::all().map(EventState::as_str).collect(),
         state: state.map(|s| s.as_str().to_string()).unwrap_or_default(),
+        destinations: s
+            .store
+            .destinations(s.now())
+            .await?
+            .into_iter()
+            .map(|d| d.name)
+            .collect(),
+        destination: given(&q.destination).unwrap_or_default(),
         event_type: given(&q.r#type).unwrap_or_default(),
         account: given(&q.account).unwrap_or_default(),
         rows: page.rows,
@@ -305,9 +319,53 @@ struct EventPage {
     e: EventDetail,
     body: String,
     order: Option<String>,
-    attempts: Vec<AttemptView>,
+    /// Each destination's attempts, by name.
+    at: Vec<AttemptsAt>,
+    /// Whether a destination gave it up or failed it ("Deliver again").
+    unfinished: bool,
     audit: Vec<AuditView>,
     delivers: bool,
+}
+
+/// One destination's part of an event page.
+struct AttemptsAt {
+    name: String,
+    /// "delivered to shop", "gave up at erp" …
+    words: String,
+    next: Option<String>,
+    attempts: Vec<AttemptView>,
+}
+
+/// The attempts grouped by destination, each headed by its state there
+/// (a destination whose queue row is gone keeps its attempts).
+fn attempts_at(e: &EventDetail, attempts: Vec<AttemptView>) -> Vec<AttemptsAt> {
+    let mut at: Vec<AttemptsAt> = e
+        .summary
+        .destinations
+        .iter()
+        .map(|d| AttemptsAt {
+            name: d.destination.clone(),
+            words: d.words(),
+            next: e
+                .destinations
+                .iter()
+                .find(|q| q.destination == d.destination)
+                .and_then(|q| q.next_attempt_at.clone()),
+            attempts: Vec::new(),
+        })
+        .collect();
+    for a in attempts {
+        match at.iter_mut().find(|g| g.name == a.destination) {
+            Some(g) => g.attempts.push(a),
+            None => at.push(AttemptsAt {
+                name: a.destination.clone(),
+                words: format!("at {}", a.destination),
+                next: None,
+                attempts: vec![a],
+            }),
+        }
+    }
+    at
 }
 
 pub async fn event(
@@ -321,11 +379,16 @@ pub async fn event(
         .get_event(id.clone())
         .await?
         .ok_or_else(|| HtmlError::not_found("event"))?;
+    let attempts = s.store.event_attempts(id.clone()).await?;
     Ok(render(&EventPage {
         chrome: Chrome::new(&s, &op, "events", done.done).await?,
         body: serde_json::to_string_pretty(&e.body).unwrap_or_default(),
         order: order_of(&e.summary.subject),
-        attempts: s.store.event_attempts(id.clone()).await?,
+        at: attempts_at(&e, attempts),
+        unfinished: e.summary.destinations.iter().any(|d| {
+            d.state == EventState::Dead.as_str()
+                || (d.state == EventState::Pending.as_str() && d.attempts > 0)
+        }),
         audit: audit_of(&s, format!("event:{id}")).await?,
         delivers: s.store.delivers_events(),
         e,

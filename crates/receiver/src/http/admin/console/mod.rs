@@ -66,6 +66,7 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/jobs/{id}/retry", post(act::retry))
         .route("/jobs/retry-group", post(act::retry_group))
         .route("/events/{id}/redeliver", post(act::redeliver))
+        .route("/events/{id}/redeliver-all", post(act::redeliver_all))
         .route("/acknowledge", post(act::acknowledge))
         .route("/acknowledge/missed", post(act::acknowledge_missed))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))

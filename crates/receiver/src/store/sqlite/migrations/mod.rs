@@ -475,6 +475,25 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE decisions ADD COLUMN subject_id TEXT
         GENERATED ALWAYS AS (substr(subject, instr(subject, ':') + 1)) VIRTUAL;
     "#,
+    // 19: when each event last failed, was paused or gave up at a
+    // destination (a recovery picks by it, not by when the event was
+    // decided), and since when a destination has something to recover
+    // (kept after it is enabled, the recovery's default); each state's
+    // rows at every destination by their due time (the lists of what
+    // gave up); a recovery's rows by when it was asked.
+    r#"
+    ALTER TABLE outbox ADD COLUMN failed_at INTEGER;
+    UPDATE outbox SET failed_at = coalesce(
+        (SELECT max(a.at) FROM event_attempts a
+         WHERE a.event_id = outbox.event_id AND a.destination = outbox.destination),
+        queued_at)
+    WHERE state IN (2, 4) OR (state = 0 AND attempts > 0);
+    ALTER TABLE destinations ADD COLUMN outage_since INTEGER;
+    UPDATE destinations SET outage_since = coalesce(failing_since, disabled_at)
+    WHERE state = 1 OR EXISTS (SELECT 1 FROM outbox o WHERE o.destination = name AND o.state = 2);
+    CREATE INDEX outbox_state ON outbox (state, next_attempt_at);
+    CREATE INDEX outbox_queued ON outbox (destination, queued_at);
+    "#,
 ];
 
 /// The schema version this build writes.
