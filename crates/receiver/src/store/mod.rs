@@ -177,6 +177,7 @@ mod failures;
 pub mod holds;
 mod inspect;
 mod maintenance;
+pub mod migrations;
 mod order_reads;
 mod outbox;
 mod outbox_reads;

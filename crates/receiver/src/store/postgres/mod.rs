@@ -25,7 +25,7 @@ mod prepared;
 mod review_join;
 mod reviews;
 mod runners;
-mod schema;
+pub(in crate::store) mod schema;
 mod tls;
 mod work;
 

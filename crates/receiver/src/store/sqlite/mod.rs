@@ -20,7 +20,7 @@ mod failure;
 mod files;
 mod jobs;
 mod maintenance;
-mod migrations;
+pub(in crate::store) mod migrations;
 mod review_join;
 mod reviews;
 mod runners;
