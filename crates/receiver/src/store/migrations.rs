@@ -1,5 +1,5 @@
 //! What each migration step does, on both backends: the one list. Each
-//! backend's DDL stays its own (`sqlite/migrations/`, `postgres/schema.rs`),
+//! backend's DDL stays its own (`sqlite/migrations/`, `postgres/migrations.rs`),
 //! since the dialects' types and indexes differ; the steps correspond one
 //! to one, except that PostgreSQL's first step is SQLite's first five (the
 //! PostgreSQL schema began at SQLite's version 5). A step added to one
@@ -43,7 +43,7 @@ mod tests {
     #[test]
     fn both_backends_have_every_step() {
         let sqlite = crate::store::sqlite::migrations::LATEST as usize;
-        let postgres = crate::store::postgres::schema::LATEST as usize;
+        let postgres = crate::store::postgres::migrations::LATEST as usize;
         assert_eq!(STEPS.len(), sqlite, "every SQLite step is listed here");
         assert_eq!(
             postgres_step(sqlite),

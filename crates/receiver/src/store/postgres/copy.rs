@@ -11,7 +11,7 @@ use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row};
 
-use super::schema;
+use super::migrations;
 use crate::store::StoreError;
 use crate::store::postgres::redacted;
 use crate::store::tables::{BATCH, Cell, Col, TABLES, Table, unfit};
@@ -34,17 +34,17 @@ impl Side {
     /// An existing database at the current schema version.
     pub async fn source(url: &str) -> Result<Side, StoreError> {
         let side = Side::connect(url).await?;
-        let version = schema::version(&side.client).await?;
-        if version > schema::LATEST {
+        let version = migrations::version(&side.client).await?;
+        if version > migrations::LATEST {
             return Err(StoreError::TooNew {
                 found: version,
-                known: schema::LATEST,
+                known: migrations::LATEST,
             });
         }
-        if version < schema::LATEST {
+        if version < migrations::LATEST {
             return Err(StoreError::Behind {
                 found: version,
-                known: schema::LATEST,
+                known: migrations::LATEST,
             });
         }
         Ok(side)
@@ -53,7 +53,7 @@ impl Side {
     /// A database migrated for the copy.
     pub async fn target(url: &str) -> Result<Side, StoreError> {
         let mut side = Side::connect(url).await?;
-        schema::migrate(&mut side.client).await?;
+        migrations::migrate(&mut side.client).await?;
         Ok(side)
     }
 

@@ -12,7 +12,7 @@
 //!   behind it.
 //! - Once-per-cluster work (pruning, the reconciliation sweeper) takes an
 //!   advisory lock.
-//! - Migrations are applied once, under an advisory lock (`schema.rs`).
+//! - Migrations are applied once, under an advisory lock (`migrations.rs`, named as SQLite's).
 
 mod alerts;
 pub(super) mod copy;
@@ -21,11 +21,11 @@ mod errors;
 mod events;
 mod leader;
 mod listen;
+pub(in crate::store) mod migrations;
 mod prepared;
 mod review_join;
 mod reviews;
 mod runners;
-pub(in crate::store) mod schema;
 mod tls;
 mod work;
 
@@ -118,7 +118,7 @@ impl PgStore {
     pub async fn open_server(url: &str, wakers: Wakers) -> Result<PgStore, StoreError> {
         let (pool, config) = Self::pool(url)?;
         let mut client = pool.get().await?;
-        schema::migrate(&mut client).await?;
+        migrations::migrate(&mut client).await?;
         drop(client);
         let stop = CancellationToken::new();
         let health = Arc::new(CommitHealth::default());
@@ -152,12 +152,12 @@ impl PgStore {
     pub async fn open_client(url: &str) -> Result<PgStore, StoreError> {
         let (pool, _) = Self::pool(url)?;
         let client = pool.get().await?;
-        let version = schema::version(&client).await?;
+        let version = migrations::version(&client).await?;
         drop(client);
-        if version != schema::LATEST {
+        if version != migrations::LATEST {
             return Err(StoreError::Behind {
                 found: version,
-                known: schema::LATEST,
+                known: migrations::LATEST,
             });
         }
         Ok(PgStore {
@@ -174,7 +174,7 @@ impl PgStore {
     pub async fn migrate(url: &str) -> Result<i64, StoreError> {
         let (pool, _) = Self::pool(url)?;
         let mut client = pool.get().await?;
-        schema::migrate(&mut client).await
+        migrations::migrate(&mut client).await
     }
 
     pub fn describe(&self) -> String {
