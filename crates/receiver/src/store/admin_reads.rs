@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::StoreError;
+use super::event_rows::{EVENT_COLUMNS, event_summary};
 use super::sql::{Conn, Param, Row, sql};
 use super::views::*;
 use crate::domain::{EventState, JobKind, JobState, Kind, SignatureStatus};
@@ -55,32 +56,6 @@ pub(super) fn job_summary(r: &Row<'_>) -> Result<JobSummary, StoreError> {
         },
         last_error: r.get(7)?,
         updated_at: rfc3339(r.get(8)?),
-    })
-}
-
-/// An event's columns, and where it stands at each destination: `name
-/// state attempts` per queue row, by name (a name has no space or comma).
-/// Both dialects read `string_agg` with its `ORDER BY`. Ten columns.
-pub(super) const EVENT_COLUMNS: &str =
-    "id, account, type, subject, state, attempts, created_at, delivered_at, last_error,
-     (SELECT string_agg(o.destination || ' ' || o.state || ' ' || o.attempts, ','
-                        ORDER BY o.destination)
-      FROM outbox o WHERE o.event_id = events.id)";
-
-pub(super) fn event_summary(r: &Row<'_>) -> Result<EventSummary, StoreError> {
-    let state: EventState = r.get(4)?;
-    Ok(EventSummary {
-        id: r.get(0)?,
-        account: r.get(1)?,
-        event_type: r.get(2)?,
-        subject: r.get(3)?,
-        state: state.as_str(),
-        attempts: r.get(5)?,
-        created_at: rfc3339(r.get(6)?),
-        delivered_at: ts(r.get(7)?),
-        last_error: r.get(8)?,
-        destinations: super::outbox_reads::event_at(r.get(9)?),
-        listed_at: None,
     })
 }
 

@@ -173,6 +173,7 @@ macro_rules! on {
 mod alerts;
 mod console;
 mod destinations;
+mod event_rows;
 mod failures;
 pub mod holds;
 mod inspect;

@@ -3,10 +3,9 @@
 //! reasons) and events about it.
 
 use super::StoreError;
-use super::admin_reads::{
-    DELIVERY_COLUMNS, EVENT_COLUMNS, delivery_summary, event_order, event_summary, fetches_of, ts,
-};
+use super::admin_reads::{DELIVERY_COLUMNS, delivery_summary, event_order, fetches_of, ts};
 use super::console_views::event_data;
+use super::event_rows::{EVENT_COLUMNS, event_summary};
 use super::sql::{Conn, sql};
 use super::views::{DecisionView, OrderView, order_kind};
 use pointhook_common::clock::rfc3339;

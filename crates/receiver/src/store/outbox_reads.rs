@@ -4,9 +4,9 @@
 //! queue row at each destination.
 
 use super::StoreError;
-use super::admin_reads::{EVENT_COLUMNS, event_summary};
+use super::event_rows::{EVENT_COLUMNS, event_summary};
 use super::sql::{Conn, Param, sql};
-use super::views::{EventAt, EventDelivery, EventSummary};
+use super::views::{EventDelivery, EventSummary};
 use crate::domain::EventState;
 use pointhook_common::clock::rfc3339;
 
@@ -90,25 +90,4 @@ pub(super) async fn event_deliveries(
         },
     )
     .await
-}
-
-/// Each destination's state and attempts, from `EVENT_COLUMNS`' last.
-pub(super) fn event_at(text: Option<String>) -> Vec<EventAt> {
-    let Some(text) = text else {
-        return Vec::new();
-    };
-    text.split(',')
-        .filter_map(|part| {
-            let mut words = part.split(' ');
-            let destination = words.next()?.to_string();
-            let state: i64 = words.next()?.parse().ok()?;
-            let attempts = words.next()?.parse().ok()?;
-            let state = EventState::all().find(|s| *s as i64 == state)?;
-            Some(EventAt {
-                destination,
-                state: state.as_str(),
-                attempts,
-            })
-        })
-        .collect()
 }

@@ -7,10 +7,10 @@
 use crate::domain::{EventState, JobState, Kind};
 use crate::store::StoreError;
 use crate::store::admin_reads::{
-    DELIVERY_COLUMNS, EVENT_COLUMNS, JOB_COLUMNS, delivery_summary, event_order, event_summary,
-    job_summary,
+    DELIVERY_COLUMNS, JOB_COLUMNS, delivery_summary, event_order, job_summary,
 };
 use crate::store::console_views::*;
+use crate::store::event_rows::{EVENT_COLUMNS, event_summary};
 use crate::store::outbox_reads::{AtDestination, events_at};
 use crate::store::sql::{Conn, sql};
 use crate::store::views::{DeliveryFilter, DeliverySummary, EventSummary, JobSummary, clamp};

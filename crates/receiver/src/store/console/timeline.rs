@@ -7,10 +7,9 @@
 use std::collections::BTreeSet;
 
 use crate::store::StoreError;
-use crate::store::admin_reads::{
-    DELIVERY_COLUMNS, EVENT_COLUMNS, delivery_summary, event_order, event_summary, fetches_of,
-};
+use crate::store::admin_reads::{DELIVERY_COLUMNS, delivery_summary, event_order, fetches_of};
 use crate::store::console_views::*;
+use crate::store::event_rows::{EVENT_COLUMNS, event_summary};
 use crate::store::order_reads::decisions;
 use crate::store::sql::{Conn, sql};
 use crate::store::views::{DeliverySummary, EventSummary, ReviewView};
