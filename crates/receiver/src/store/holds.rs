@@ -71,8 +71,9 @@ impl Store {
                         "SELECT {COLUMNS} FROM holds
                          WHERE (CAST($1 AS SMALLINT) IS NULL OR state = $1)
                            AND (CAST($2 AS TEXT) IS NULL OR kind = $2)
-                           AND id < $3
-                         ORDER BY id DESC LIMIT $4"
+                           AND id < $3 AND kind <> '{}'
+                         ORDER BY id DESC LIMIT $4",
+                        super::reviews::KIND
                     ),
                     &[&state, &kind, &before, &limit],
                     row,
@@ -91,8 +92,11 @@ impl Store {
     pub async fn holds_waiting(&self) -> Result<Vec<(String, i64)>, StoreError> {
         self.read(|c| {
             Box::pin(c.query(
-                sql!("SELECT kind, count(*) FROM holds WHERE state = $1 GROUP BY kind"),
-                &[&HoldState::Held],
+                sql!(
+                    "SELECT kind, count(*) FROM holds WHERE state = $1 AND kind <> $2
+                     GROUP BY kind"
+                ),
+                &[&HoldState::Held, &super::reviews::KIND],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             ))
         })
@@ -127,8 +131,8 @@ impl Store {
 
 async fn get(c: &Conn<'_>, id: i64) -> Result<Option<HoldSeen>, StoreError> {
     c.query_opt(
-        &format!("SELECT {COLUMNS} FROM holds WHERE id = $1"),
-        &[&id],
+        &format!("SELECT {COLUMNS} FROM holds WHERE id = $1 AND kind <> $2"),
+        &[&id, &super::reviews::KIND],
         row,
     )
     .await

@@ -460,6 +460,8 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX holds_state ON holds (state, id);
     "#,
+    // 17: fraud reviews are holds of kind `fraud_review`.
+    include_str!("17_fraud_reviews_are_holds.sql"),
 ];
 
 /// The schema version this build writes.
