@@ -1,12 +1,47 @@
 //! Fraud reviews: the latest of an alert, the held list, and a person's
 //! confirmation or dismissal (which wake the worker and the outbox).
 
-use super::sql::{Conn, Sql, Text};
+use super::holds::HoldDone;
+use super::sql::{Conn, Sql, Text, sql};
 use super::views::{Answer, ReviewView};
 use super::{Backend, MAX_LIMIT, Store, StoreError};
-use crate::domain::{HoldState, OrderReviews, Review, ReviewMark, ReviewSeen};
+use crate::domain::{HoldAnswer, HoldState, OrderReviews, Review, ReviewMark, ReviewSeen};
 
 impl Store {
+    /// A person answers a fraud review through the holds' one route:
+    /// approving confirms it, rejecting dismisses it; the hold then names
+    /// who decided.
+    pub(super) async fn answer_review(
+        &self,
+        id: i64,
+        answer: HoldAnswer,
+        by: String,
+        now: i64,
+    ) -> Result<HoldDone, StoreError> {
+        let answered = match answer {
+            HoldAnswer::Approve => self.confirm_review(id, now).await?,
+            HoldAnswer::Reject => self.dismiss_review(id, now).await?,
+        };
+        if let Answer::Done(_) = answered {
+            self.write(move |c| {
+                let by = by.clone();
+                Box::pin(async move {
+                    c.execute(
+                        sql!("UPDATE holds SET decided_by = $2 WHERE id = $1"),
+                        &[&id, &by],
+                    )
+                    .await
+                })
+            })
+            .await?;
+        }
+        Ok(match (answered, self.hold(id).await?) {
+            (_, None) => HoldDone::NotFound,
+            (Answer::Done(_), Some(h)) => HoldDone::Done(Box::new(h)),
+            (_, Some(h)) => HoldDone::AlreadyDecided(h.state),
+        })
+    }
+
     /// The latest review of the alert behind a job, if there is one.
     pub async fn latest_review(
         &self,
@@ -67,7 +102,7 @@ impl Store {
 /// `fraud_alert:X#n`), with what it is about as its evidence (the job's key,
 /// the round, the merchant order, the payment, the delivery); the
 /// `fraud_reviews` view reads it back as the review columns.
-pub const KIND: &str = "fraud_review";
+pub const KIND: &str = crate::rules::holds::FRAUD_REVIEW.name;
 
 /// A review's state as a hold's: confirmed is approved, dismissed is
 /// rejected, and an alert the API did not confirm (nothing for a person

@@ -1,0 +1,147 @@
+//! A fraud alert held for a person is a hold of kind `fraud_review`: listed
+//! and answered through the holds' one route (admin API, CLI), approving
+//! confirms it (the refund runs) and rejecting dismisses it (the block is
+//! lifted, the order released), audited as the review.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use pointhook_common::clock::ManualClock;
+
+use crate::helpers::*;
+use crate::platform::*;
+
+on_both_backends!(
+    a_held_alert_rejected_as_a_hold_is_dismissed,
+    a_held_alert_approved_as_a_hold_is_refunded,
+);
+
+const ORDER: &str = "4945357007";
+const PAYMENT: &str = "23064274473";
+const ADMIN: &str = "admin-token-for-the-fraud-hold-tests-0123456789";
+
+/// An account with a secret (the IPN alert is not authenticated: it is
+/// held) whose approved payment of 250 an alert names; the review's id.
+async fn held_alert() -> (FakeApi, TestApp, Arc<ManualClock>, i64) {
+    let api = FakeApi::start().await;
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let config = TestConfig {
+        accounts: "[[accounts]]\nname = \"default\"\naccess_token = \"tok\"\n\
+                   webhook_secret = \"a-secret-for-the-fraud-hold-tests\"\n"
+            .into(),
+        admin_token: Some(ADMIN.into()),
+        ..Default::default()
+    };
+    let app = spawn_app_with(config.api(&api.uri()).clock(clock.clone())).await;
+    api.payment(PAYMENT, "approved", "250", Some(ORDER));
+    api.order(ORDER, "250", &[(PAYMENT, "250", "approved")], None);
+    let alert = app.post_fixture(&fixture("ipn-fraud-alert.json")).await;
+    assert_eq!(alert.status(), 200);
+    app.run_jobs().await;
+    app.post("topic=merchant_order&id=4945357007", &[], None)
+        .await;
+    app.run_jobs().await;
+    assert_eq!(
+        app.event_types(),
+        ["order.blocked", "fraud_alert.unverified"]
+    );
+    let (status, reviews) = app.admin("GET", "/api/fraud-reviews", ADMIN).await;
+    assert_eq!(status, 200, "{reviews}");
+    let id = reviews[0]["id"].as_i64().unwrap();
+    (api, app, clock, id)
+}
+
+/// The review as a hold: listed by its kind, with what approving does.
+async fn as_hold(app: &TestApp, id: i64) -> serde_json::Value {
+    let (status, list) = app
+        .admin("GET", "/api/holds?kind=fraud_review", ADMIN)
+        .await;
+    assert_eq!(status, 200, "{list}");
+    let ids: Vec<i64> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [id], "{list}");
+    let (status, hold) = app.admin("GET", &format!("/api/holds/{id}"), ADMIN).await;
+    assert_eq!(status, 200, "{hold}");
+    hold
+}
+
+async fn a_held_alert_rejected_as_a_hold_is_dismissed() {
+    let (api, app, clock, id) = held_alert().await;
+    let hold = as_hold(&app, id).await;
+    assert_eq!(hold["hold"]["kind"], "fraud_review");
+    assert_eq!(hold["hold"]["state"], "held");
+    assert_eq!(
+        hold["hold"]["subject"],
+        format!("fraud_alert:{ORDER}:{PAYMENT}")
+    );
+    assert!(
+        hold["rejecting"].as_str().unwrap().starts_with("dismiss"),
+        "{hold}"
+    );
+    let (ok, out, err) = cli(&app, &["holds", "reject", &id.to_string(), "--yes"]);
+    assert!(ok, "{out}{err}");
+    clock.advance(Duration::from_secs(60));
+    app.run_jobs().await;
+    assert_eq!(
+        app.event_types(),
+        [
+            "order.blocked",
+            "fraud_alert.unverified",
+            "fraud_alert.dismissed",
+            "order.released"
+        ]
+    );
+    assert!(api.changes().await.is_empty());
+    let (_, dismissed) = app
+        .admin("GET", "/api/fraud-reviews?state=dismissed", ADMIN)
+        .await;
+    assert_eq!(dismissed.as_array().unwrap().len(), 1);
+    let (_, hold) = app.admin("GET", &format!("/api/holds/{id}"), ADMIN).await;
+    assert_eq!(hold["hold"]["state"], "rejected");
+    assert!(hold["hold"]["decided_by"].is_string(), "{hold}");
+    // Answered once: the review's own route finds it decided.
+    let (status, _) = app
+        .admin("POST", &format!("/api/fraud-reviews/{id}/dismiss"), ADMIN)
+        .await;
+    assert_ne!(status, 200);
+    app.stop().await;
+}
+
+async fn a_held_alert_approved_as_a_hold_is_refunded() {
+    let (api, app, clock, id) = held_alert().await;
+    let hold = as_hold(&app, id).await;
+    assert!(
+        hold["approving"]
+            .as_str()
+            .unwrap()
+            .contains("refund 250.00 to the buyer"),
+        "{hold}"
+    );
+    let (status, body) = app
+        .admin("POST", &format!("/api/holds/{id}/approve"), ADMIN)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    clock.advance(Duration::from_secs(60));
+    app.run_jobs().await;
+    assert!(
+        app.event_types().contains(&"payment.refunded".to_string()),
+        "{:?}",
+        app.event_types()
+    );
+    let changes = api.changes().await;
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].1, format!("/v1/payments/{PAYMENT}/refunds"));
+    let (_, confirmed) = app
+        .admin("GET", "/api/fraud-reviews?state=confirmed", ADMIN)
+        .await;
+    assert_eq!(confirmed.as_array().unwrap().len(), 1);
+    let (status, _) = app
+        .admin("POST", &format!("/api/holds/{id}/approve"), ADMIN)
+        .await;
+    assert_ne!(status, 200, "a second approval is refused");
+    app.stop().await;
+}
