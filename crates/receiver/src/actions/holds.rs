@@ -31,10 +31,11 @@ impl Actions {
     /// What answering `h` so does, for the second confirmation: a fraud
     /// review's approval names the cancel or refund and its amount.
     pub async fn hold_words(&self, h: &HoldSeen, answer: HoldAnswer) -> Result<String, StoreError> {
-        if h.kind == FRAUD_REVIEW.name && answer == HoldAnswer::Approve {
-            if let Some(d) = self.store.review(h.id).await? {
-                return Ok(format!("confirm: {}", super::consequence(&d).words));
-            }
+        if h.kind == FRAUD_REVIEW.name
+            && answer == HoldAnswer::Approve
+            && let Some(d) = self.store.review(h.id).await?
+        {
+            return Ok(format!("confirm: {}", super::consequence(&d).words));
         }
         Ok(hold_does(h, answer))
     }

@@ -73,7 +73,8 @@ async fn fraud_reviews_become_holds() {
         .unwrap()
         .get(0);
     assert_eq!(migrate(&mut client).await.unwrap(), LATEST);
-    let holds: Vec<(String, String, i16, String, Option<i64>, Option<i64>)> = client
+    type Hold = (String, String, i16, String, Option<i64>, Option<i64>);
+    let holds: Vec<Hold> = client
         .query(
             "SELECT kind, subject, state, reason, job_id, decided_at FROM holds ORDER BY id",
             &[],

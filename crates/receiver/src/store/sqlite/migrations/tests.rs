@@ -166,7 +166,7 @@ fn fraud_reviews_become_holds() {
     )
     .unwrap();
     migrate(&mut conn).unwrap();
-    let holds: Vec<(
+    type Hold = (
         String,
         String,
         String,
@@ -175,7 +175,8 @@ fn fraud_reviews_become_holds() {
         Option<i64>,
         Option<i64>,
         i64,
-    )> = conn
+    );
+    let holds: Vec<Hold> = conn
         .prepare(
             "SELECT account, kind, subject, state, reason, job_id, decided_at, created_at
              FROM holds ORDER BY id",
