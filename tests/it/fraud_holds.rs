@@ -14,6 +14,7 @@ use crate::platform::*;
 on_both_backends!(
     a_held_alert_rejected_as_a_hold_is_dismissed,
     a_held_alert_approved_as_a_hold_is_refunded,
+    a_review_answered_on_its_own_route_names_who_decided,
 );
 
 const ORDER: &str = "4945357007";
@@ -143,5 +144,21 @@ async fn a_held_alert_approved_as_a_hold_is_refunded() {
         .admin("POST", &format!("/api/holds/{id}/approve"), ADMIN)
         .await;
     assert_ne!(status, 200, "a second approval is refused");
+    let (_, hold) = app.admin("GET", &format!("/api/holds/{id}"), ADMIN).await;
+    assert_eq!(hold["hold"]["state"], "approved");
+    assert_eq!(hold["hold"]["decided_by"], "api");
+    app.stop().await;
+}
+
+/// Whichever door a person comes through, the hold says who decided.
+async fn a_review_answered_on_its_own_route_names_who_decided() {
+    let (_api, app, _clock, id) = held_alert().await;
+    let (status, body) = app
+        .admin("POST", &format!("/api/fraud-reviews/{id}/dismiss"), ADMIN)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, hold) = app.admin("GET", &format!("/api/holds/{id}"), ADMIN).await;
+    assert_eq!(hold["hold"]["state"], "rejected");
+    assert_eq!(hold["hold"]["decided_by"], "api");
     app.stop().await;
 }

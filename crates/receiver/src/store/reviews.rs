@@ -19,22 +19,9 @@ impl Store {
         now: i64,
     ) -> Result<HoldDone, StoreError> {
         let answered = match answer {
-            HoldAnswer::Approve => self.confirm_review(id, now).await?,
-            HoldAnswer::Reject => self.dismiss_review(id, now).await?,
+            HoldAnswer::Approve => self.confirm_review(id, by, now).await?,
+            HoldAnswer::Reject => self.dismiss_review(id, by, now).await?,
         };
-        if let Answer::Done(_) = answered {
-            self.write(move |c| {
-                let by = by.clone();
-                Box::pin(async move {
-                    c.execute(
-                        sql!("UPDATE holds SET decided_by = $2 WHERE id = $1"),
-                        &[&id, &by],
-                    )
-                    .await
-                })
-            })
-            .await?;
-        }
         Ok(match (answered, self.hold(id).await?) {
             (_, None) => HoldDone::NotFound,
             (Answer::Done(_), Some(h)) => HoldDone::Done(Box::new(h)),
@@ -77,23 +64,56 @@ impl Store {
         on!(self, b => b.reviews(state, before, limit).await)
     }
 
-    /// A person confirms a held alert: its job runs the cancel or refund.
-    pub async fn confirm_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
+    /// A person (`by`) confirms a held alert: its job runs the cancel or
+    /// refund.
+    pub async fn confirm_review(
+        &self,
+        id: i64,
+        by: String,
+        now: i64,
+    ) -> Result<Answer, StoreError> {
         let answer = on!(self, b => b.confirm_review(id, now).await)?;
+        self.decided_by(&answer, id, by).await?;
         self.inner.jobs_ready.notify_one();
         Ok(answer)
     }
 
-    /// A person dismisses a held alert: the block goes, the order is
-    /// looked at again.
-    pub async fn dismiss_review(&self, id: i64, now: i64) -> Result<Answer, StoreError> {
+    /// A person (`by`) dismisses a held alert: the block goes, the order
+    /// is looked at again.
+    pub async fn dismiss_review(
+        &self,
+        id: i64,
+        by: String,
+        now: i64,
+    ) -> Result<Answer, StoreError> {
         let rules = self.inner.rules.clone();
         let (answer, emitted) = on!(self, b => b.dismiss_review(id, now, rules).await)?;
+        self.decided_by(&answer, id, by).await?;
         if !emitted.is_empty() {
             self.inner.events_ready.notify_one();
         }
         self.inner.jobs_ready.notify_one();
         Ok(answer)
+    }
+
+    /// The review's hold names who decided it, whichever door they came
+    /// through (the review's buttons, the holds' route, the API, the CLI).
+    async fn decided_by(&self, answer: &Answer, id: i64, by: String) -> Result<(), StoreError> {
+        if !matches!(answer, Answer::Done(_)) {
+            return Ok(());
+        }
+        self.write(move |c| {
+            let by = by.clone();
+            Box::pin(async move {
+                c.execute(
+                    sql!("UPDATE holds SET decided_by = $2 WHERE id = $1"),
+                    &[&id, &by],
+                )
+                .await
+            })
+        })
+        .await?;
+        Ok(())
     }
 }
 
