@@ -15,6 +15,7 @@ on_both_backends!(
     a_held_alert_rejected_as_a_hold_is_dismissed,
     a_held_alert_approved_as_a_hold_is_refunded,
     a_review_answered_on_its_own_route_names_who_decided,
+    the_console_answers_a_review_through_the_holds_route,
 );
 
 const ORDER: &str = "4945357007";
@@ -160,5 +161,41 @@ async fn a_review_answered_on_its_own_route_names_who_decided() {
     let (_, hold) = app.admin("GET", &format!("/api/holds/{id}"), ADMIN).await;
     assert_eq!(hold["hold"]["state"], "rejected");
     assert_eq!(hold["hold"]["decided_by"], "api");
+    app.stop().await;
+}
+
+/// The console: a review's hold shows the review's page, and the holds'
+/// route asks again naming the refund and its amount before it confirms.
+async fn the_console_answers_a_review_through_the_holds_route() {
+    let api = FakeApi::start().await;
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let config = TestConfig::default().api(&api.uri()).clock(clock.clone());
+    let (app, mut b) = crate::console::signed_in(config).await;
+    api.payment(PAYMENT, "approved", "250", Some(ORDER));
+    api.order(ORDER, "250", &[(PAYMENT, "250", "approved")], None);
+    app.post_fixture(&fixture("ipn-fraud-alert.json")).await;
+    app.run_jobs().await;
+    let id = app.count("SELECT id FROM fraud_reviews");
+    let (status, location, _) = b.get(&format!("/holds/{id}")).await;
+    assert_eq!(
+        (status, location.clone()),
+        (303, format!("/fraud-reviews/{id}"))
+    );
+    let (status, _, _) = b.get(&location).await;
+    assert_eq!(status, 200);
+    let path = format!("/holds/{id}/approve");
+    let (status, html) = b.act(&path, &[]).await;
+    assert_eq!(status, 200, "asks again");
+    assert!(html.contains("refund 250.00 to the buyer"), "{html}");
+    let held = "SELECT count(*) FROM fraud_reviews WHERE state = 1";
+    assert_eq!(app.count(held), 1, "still held");
+    let (status, _) = b.act(&path, &[("sure", "yes")]).await;
+    assert_eq!(status, 303);
+    assert_eq!(app.count(held), 0);
+    assert_eq!(
+        app.count("SELECT count(*) FROM fraud_reviews WHERE state = 2"),
+        1,
+        "confirmed"
+    );
     app.stop().await;
 }
