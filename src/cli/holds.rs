@@ -108,7 +108,8 @@ pub async fn run(store: &Store, cmd: Holds) -> anyhow::Result<()> {
 
 async fn answer(store: &Store, id: i64, answer: HoldAnswer, yes: bool) -> anyhow::Result<()> {
     let h = hold(store, id).await?;
-    let does = printable(&hold_does(&h, answer)).into_owned();
+    let acts = acting(store);
+    let does = printable(&acts.hold_words(&h, answer).await?).into_owned();
     let verb = answer.as_str();
     if h.state == HoldState::Held && !yes {
         super::ask::confirm(
@@ -119,7 +120,6 @@ async fn answer(store: &Store, id: i64, answer: HoldAnswer, yes: bool) -> anyhow
             &format!("hold {id} not {verb}d (if {verb}d: {does})"),
         )?;
     }
-    let acts = acting(store);
     let h = finished(acts.answer_hold(&Actor::cli(), id, answer).await?)?;
     say(&format!("hold {id} {}: {does}\n", h.state.as_str()))
 }

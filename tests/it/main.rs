@@ -29,6 +29,7 @@ mod event_catalog;
 mod explain;
 mod forgery;
 mod fraud;
+mod fraud_holds;
 mod holds;
 mod ingest;
 mod limits;

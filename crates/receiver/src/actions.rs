@@ -242,7 +242,8 @@ impl Actions {
         let review = self.store.review(id).await?;
         let about = self.review_about(id, review.as_ref(), "confirm");
         let run = async {
-            let answer = self.store.confirm_review(id, self.now()).await?;
+            let by = who.name.clone();
+            let answer = self.store.confirm_review(id, by, self.now()).await?;
             Ok(Self::review_done(id, answer))
         };
         self.audited(who, Action::Confirm, about, run, |_| {
@@ -260,7 +261,8 @@ impl Actions {
         let review = self.store.review(id).await?;
         let about = self.review_about(id, review.as_ref(), "dismiss");
         let run = async {
-            let answer = self.store.dismiss_review(id, self.now()).await?;
+            let by = who.name.clone();
+            let answer = self.store.dismiss_review(id, by, self.now()).await?;
             Ok(Self::review_done(id, answer))
         };
         self.audited(who, Action::Dismiss, about, run, |_| {

@@ -54,7 +54,8 @@ pub enum HoldDone {
 
 impl Store {
     /// Holds newest first: of one state and kind when given, older than
-    /// the hold `before` when given (the next page).
+    /// the hold `before` when given (the next page). Fraud reviews, which
+    /// have their own inbox section and alert, only when asked by kind.
     pub async fn holds(
         &self,
         state: Option<HoldState>,
@@ -71,8 +72,10 @@ impl Store {
                         "SELECT {COLUMNS} FROM holds
                          WHERE (CAST($1 AS SMALLINT) IS NULL OR state = $1)
                            AND (CAST($2 AS TEXT) IS NULL OR kind = $2)
+                           AND (CAST($2 AS TEXT) IS NOT NULL OR kind <> '{}')
                            AND id < $3
-                         ORDER BY id DESC LIMIT $4"
+                         ORDER BY id DESC LIMIT $4",
+                        super::reviews::KIND
                     ),
                     &[&state, &kind, &before, &limit],
                     row,
@@ -87,12 +90,16 @@ impl Store {
         self.read(move |c| Box::pin(get(c, id))).await
     }
 
-    /// Holds waiting for a person, counted by kind.
+    /// Holds waiting for a person, counted by kind (fraud reviews are
+    /// counted by their own gauge, `pointhook_fraud_reviews_held`).
     pub async fn holds_waiting(&self) -> Result<Vec<(String, i64)>, StoreError> {
         self.read(|c| {
             Box::pin(c.query(
-                sql!("SELECT kind, count(*) FROM holds WHERE state = $1 GROUP BY kind"),
-                &[&HoldState::Held],
+                sql!(
+                    "SELECT kind, count(*) FROM holds WHERE state = $1 AND kind <> $2
+                     GROUP BY kind"
+                ),
+                &[&HoldState::Held, &super::reviews::KIND],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             ))
         })
@@ -110,6 +117,13 @@ impl Store {
         by: String,
         now: i64,
     ) -> Result<HoldDone, StoreError> {
+        if self
+            .hold(id)
+            .await?
+            .is_some_and(|h| h.kind == super::reviews::KIND)
+        {
+            return self.answer_review(id, answer, by, now).await;
+        }
         let rules = self.inner.rules.clone();
         let (done, emitted) = self
             .write(move |c| {

@@ -29,6 +29,7 @@ pub const STEPS: &[&str] = &[
     "a job's failure typed: class, status, endpoint",
     "a decision's subject in its two parts (kind, id)",
     "when each event failed at a destination; since when a destination has something to recover",
+    "fraud reviews become holds of kind fraud_review (the view fraud_reviews reads them back)",
 ];
 
 /// PostgreSQL's step for SQLite's step `sqlite` (both from 1).

@@ -271,25 +271,6 @@ pub const TABLES: &[Table] = &[
         generated_id: false,
     },
     Table {
-        name: "fraud_reviews",
-        columns: &[
-            ("id", I64),
-            ("account", Text),
-            ("job_key", Text),
-            ("round", I32),
-            ("alert", Text),
-            ("merchant_order", Text),
-            ("payment", Text),
-            ("reason", Text),
-            ("state", I16),
-            ("delivery_id", I64),
-            ("created_at", I64),
-            ("decided_at", I64),
-        ],
-        order_by: Some("id"),
-        generated_id: true,
-    },
-    Table {
         name: "operators",
         columns: &[
             ("name", Text),

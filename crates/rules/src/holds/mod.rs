@@ -14,7 +14,10 @@
 //! guard). A kind's setting is per account: `<name> = "…"` in the
 //! account's TOML, off when absent (`docs/extending.md`).
 
+mod fraud_review;
 mod review_above;
+
+pub use fraud_review::FRAUD_REVIEW;
 
 use std::collections::BTreeMap;
 
@@ -56,8 +59,13 @@ pub struct Held {
 /// Every kind of hold.
 pub static KINDS: &[&Kind] = &[&review_above::REVIEW_ABOVE];
 
+/// A kind by its name: one of `KINDS`, or `FRAUD_REVIEW`.
 pub fn kind(name: &str) -> Option<&'static Kind> {
-    KINDS.iter().copied().find(|k| k.name == name)
+    KINDS
+        .iter()
+        .copied()
+        .chain([&FRAUD_REVIEW])
+        .find(|k| k.name == name)
 }
 
 /// An account's settings of the kinds it turned on, by kind.

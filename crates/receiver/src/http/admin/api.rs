@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::Shared;
 use super::error::{AdminError, Result};
-use crate::actions::{Done, hold_does};
+use crate::actions::Done;
 use crate::domain::Review;
 use crate::domain::{EventState, JobState};
 use crate::operators::Actor;
@@ -333,7 +333,9 @@ async fn hold(State(s): State<Shared>, Path(text): Path<String>) -> Result<Respo
         .hold(n)
         .await?
         .ok_or_else(|| AdminError::NotFound(format!("no hold {n}")))?;
-    let (approving, rejecting) = (hold_does(&h, Approve), hold_does(&h, Reject));
+    let acts = s.actions();
+    let approving = acts.hold_words(&h, Approve).await?;
+    let rejecting = acts.hold_words(&h, Reject).await?;
     Ok(Json(json!({
         "hold": h,
         "evidence": crate::rules::holds::evidence(&h),

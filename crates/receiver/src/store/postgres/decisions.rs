@@ -15,7 +15,7 @@ use super::prepared::prepared;
 use crate::domain::verdict::{Context, DecisionRules, Record, Verdict};
 use crate::domain::{
     Decision, DestinationState, Effects, EventState, EventType, Guard, GuardFacts, Mark,
-    OrderFlags, Review, ReviewMark, Slot,
+    OrderFlags, ReviewMark, Slot,
 };
 use crate::store::StoreError;
 
@@ -410,7 +410,7 @@ async fn mark(
             .await?;
             orders.entry(order.to_string()).or_default().blocked = true;
         }
-        Mark::Review(r) => review(tx, account, r, now).await?,
+        Mark::Review(r) => review(tx, account, r, job_id, now).await?,
         Mark::Hold(h) => crate::store::holds::place_pg(tx, account, h, job_id, now).await?,
     }
     Ok(())
@@ -422,6 +422,7 @@ async fn review(
     tx: &Transaction<'_>,
     account: &str,
     r: &ReviewMark,
+    job_id: Option<i64>,
     now: i64,
 ) -> Result<(), StoreError> {
     if super::review_join::join_held(tx, account, r).await? {
@@ -430,34 +431,7 @@ async fn review(
         }
         return Ok(());
     }
-    let sql = "INSERT INTO fraud_reviews AS f (account, job_key, round, alert, merchant_order,
-                                              payment, reason, state, delivery_id, created_at)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-               ON CONFLICT (account, job_key, round) DO UPDATE SET
-                   state = excluded.state, reason = excluded.reason,
-                   delivery_id = excluded.delivery_id,
-                   merchant_order = coalesce(excluded.merchant_order, f.merchant_order),
-                   payment = coalesce(excluded.payment, f.payment)
-               WHERE f.state IN ($11, $12)";
-    tx.execute(
-        &prepared(tx, sql).await?,
-        &[
-            &account,
-            &r.job_key,
-            &(r.round as i32),
-            &r.alert,
-            &r.merchant_order.as_ref().map(|o| o.as_str()),
-            &r.payment.as_ref().map(|p| p.as_str()),
-            &r.reason,
-            &r.state,
-            &r.delivery_id,
-            &now,
-            &Review::Held,
-            &Review::Rejected,
-        ],
-    )
-    .await?;
-    Ok(())
+    crate::store::reviews::place_pg(tx, account, r, job_id, now).await
 }
 
 /// Lifts one alert's block; the order is unblocked when none stands.

@@ -421,6 +421,31 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_state ON outbox (state, next_attempt_at, seq);
     CREATE INDEX outbox_queued ON outbox (destination, queued_at);
     "#,
+    // 16: fraud reviews are holds of kind `fraud_review` (as SQLite's 20).
+    r#"
+    INSERT INTO holds (account, kind, subject, state, reason, evidence, job_id,
+                       decided_at, created_at)
+        SELECT r.account, 'fraud_review', r.alert, r.state, r.reason,
+               json_build_object('job_key', r.job_key, 'round', r.round,
+                                 'merchant_order', r.merchant_order, 'payment', r.payment,
+                                 'delivery_id', r.delivery_id)::text,
+               (SELECT j.id FROM jobs j
+                WHERE j.account = r.account AND j.job_key = r.job_key LIMIT 1),
+               r.decided_at, r.created_at
+        FROM fraud_reviews r ORDER BY r.id;
+    DROP TABLE fraud_reviews;
+    CREATE VIEW fraud_reviews AS
+        SELECT id, account,
+               evidence::jsonb ->> 'job_key' AS job_key,
+               CAST(evidence::jsonb ->> 'round' AS INT) AS round,
+               subject AS alert,
+               evidence::jsonb ->> 'merchant_order' AS merchant_order,
+               evidence::jsonb ->> 'payment' AS payment,
+               reason, state,
+               CAST(evidence::jsonb ->> 'delivery_id' AS BIGINT) AS delivery_id,
+               created_at, decided_at
+        FROM holds WHERE kind = 'fraud_review';
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -482,3 +507,7 @@ pub async fn version(client: &Client) -> Result<i64, StoreError> {
         .await?
         .get(0))
 }
+
+#[cfg(test)]
+#[path = "migrations_tests.rs"]
+mod tests;

@@ -88,7 +88,10 @@ async fn decide(
     to: Review,
     now: i64,
 ) -> Result<Result<ReviewView, Answer>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM fraud_reviews WHERE id = $1 FOR UPDATE");
+    // The review's hold is locked, then read through the view.
+    let lock = "SELECT id FROM holds WHERE id = $1 FOR UPDATE";
+    tx.query_opt(&prepared(tx, lock).await?, &[&id]).await?;
+    let sql = format!("SELECT {COLUMNS} FROM fraud_reviews WHERE id = $1");
     let Some(row) = tx.query_opt(&prepared(tx, &sql).await?, &[&id]).await? else {
         return Ok(Err(Answer::NotFound));
     };
@@ -96,8 +99,18 @@ async fn decide(
     if current.state != Review::Held.as_str() {
         return Ok(Err(Answer::AlreadyDecided(current.state)));
     }
-    let sql = "UPDATE fraud_reviews SET state = $2, decided_at = $3 WHERE id = $1";
-    tx.execute(&prepared(tx, sql).await?, &[&id, &to, &now])
+    use crate::store::reviews::{DECIDE, KIND, hold_state};
+    crate::store::sql::Conn::PgTx(tx)
+        .execute(
+            &DECIDE,
+            &[
+                &id,
+                &hold_state(to),
+                &now,
+                &KIND,
+                &crate::domain::HoldState::Held,
+            ],
+        )
         .await?;
     Ok(Ok(ReviewView {
         state: to.as_str(),

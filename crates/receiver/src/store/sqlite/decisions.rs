@@ -255,7 +255,7 @@ fn mark(
             .execute(params![account, order.as_str(), alert, now, unauthenticated])?;
                 (order, "blocked_at")
             }
-            Mark::Review(r) => return review(conn, account, r, now),
+            Mark::Review(r) => return review(conn, account, r, job_id, now),
             Mark::Hold(h) => {
                 return crate::store::holds::place_sqlite(conn, account, h, job_id, now);
             }
@@ -271,39 +271,20 @@ fn mark(
 
 /// A review of one round of an alert: held (it covers each later delivery
 /// while it waits) or rejected; a hold takes over a rejection of its round.
-fn review(conn: &Connection, account: &str, r: &ReviewMark, now: i64) -> rusqlite::Result<()> {
+fn review(
+    conn: &Connection,
+    account: &str,
+    r: &ReviewMark,
+    job_id: Option<i64>,
+    now: i64,
+) -> rusqlite::Result<()> {
     if super::review_join::join_held(conn, account, r)? {
         if let Some(order) = &r.merchant_order {
             lift_block(conn, account, order.as_str(), &r.alert, now)?;
         }
         return Ok(());
     }
-    conn.prepare_cached(
-        "INSERT INTO fraud_reviews (account, job_key, round, alert, merchant_order, payment,
-                                    reason, state, delivery_id, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-         ON CONFLICT (account, job_key, round) DO UPDATE SET
-             state = excluded.state, reason = excluded.reason,
-             delivery_id = excluded.delivery_id,
-             merchant_order = coalesce(excluded.merchant_order, fraud_reviews.merchant_order),
-             payment = coalesce(excluded.payment, fraud_reviews.payment)
-         WHERE fraud_reviews.state IN (?11, ?12)",
-    )?
-    .execute(params![
-        account,
-        r.job_key,
-        r.round,
-        r.alert,
-        r.merchant_order.as_ref().map(|o| o.as_str()),
-        r.payment.as_ref().map(|p| p.as_str()),
-        r.reason,
-        r.state,
-        r.delivery_id,
-        now,
-        crate::domain::Review::Held,
-        crate::domain::Review::Rejected,
-    ])?;
-    Ok(())
+    crate::store::reviews::place_sqlite(conn, account, r, job_id, now)
 }
 
 /// Lifts one alert's block; the order is unblocked when none stands.

@@ -92,10 +92,15 @@ fn decide(
     if current.state != Review::Held.as_str() {
         return Ok(Err(Answer::AlreadyDecided(current.state)));
     }
-    conn.execute(
-        "UPDATE fraud_reviews SET state = ?2, decided_at = ?3 WHERE id = ?1",
-        params![id, to, now],
-    )?;
+    use crate::store::reviews::{DECIDE, KIND, hold_state};
+    use crate::store::sql::Text;
+    conn.prepare_cached(&DECIDE.sqlite())?.execute(params![
+        id,
+        hold_state(to),
+        now,
+        KIND,
+        crate::domain::HoldState::Held
+    ])?;
     Ok(Ok(ReviewView {
         state: to.as_str(),
         decided_at: Some(rfc3339(now)),

@@ -5,7 +5,7 @@
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 
 use super::super::session::Operator;
@@ -15,7 +15,7 @@ use crate::actions::hold_does;
 use crate::domain::{HoldAnswer, HoldSeen, HoldState};
 use crate::http::admin::html::{HtmlError, number, render};
 use crate::operators::Actor;
-use crate::rules::holds::{evidence, kind};
+use crate::rules::holds::{FRAUD_REVIEW, evidence, kind};
 use crate::store::console_views::AuditView;
 
 /// A hold as the console shows it, with its kind's words.
@@ -79,6 +79,11 @@ pub async fn page(
         .hold(id)
         .await?
         .ok_or_else(|| HtmlError::not_found("hold"))?;
+    if h.kind == FRAUD_REVIEW.name {
+        // A fraud review's page shows its deliveries and what confirming
+        // it would undo; its buttons come back to this route.
+        return Ok(Redirect::to(&format!("/fraud-reviews/{id}")).into_response());
+    }
     Ok(render(&HoldPage {
         chrome: Chrome::new(&s, &op, "inbox", done.done).await?,
         audit: super::items::audit_of(&s, format!("hold:{id}")).await?,
@@ -110,7 +115,7 @@ pub async fn answer(
         .await?
         .ok_or_else(|| HtmlError::not_found("hold"))?;
     if f.sure.as_deref() != Some("yes") && h.state == HoldState::Held {
-        let does = hold_does(&h, answer);
+        let does = s.actions().hold_words(&h, answer).await?;
         return Ok(render(&ConfirmPage {
             chrome: Chrome::new(&s, &op, "inbox", None).await?,
             i: HoldItem::of(h),

@@ -494,6 +494,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_state ON outbox (state, next_attempt_at);
     CREATE INDEX outbox_queued ON outbox (destination, queued_at);
     "#,
+    // 20: fraud reviews are holds of kind `fraud_review`.
+    include_str!("20_fraud_reviews_are_holds.sql"),
 ];
 
 /// The schema version this build writes.

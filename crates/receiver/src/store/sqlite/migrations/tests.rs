@@ -140,3 +140,146 @@ fn each_round_reads_by_an_index() {
     );
     assert!(open.contains("incidents_open"), "{open}");
 }
+
+/// Reviews stored before they were holds: each moves into `holds` as a
+/// hold of kind `fraud_review` (its state, reason, job and times kept, what
+/// it is about as evidence) and reads back through `fraud_reviews` as it was.
+#[test]
+fn fraud_reviews_become_holds() {
+    let mut conn = Connection::open_in_memory().unwrap();
+    for sql in &MIGRATIONS[..16] {
+        conn.execute_batch(sql).unwrap();
+    }
+    conn.pragma_update(None, "user_version", 16).unwrap();
+    conn.execute_batch(
+        "INSERT INTO jobs (id, account, job_key, kind, resource_id, state, run_at, created_at,
+                           updated_at)
+         VALUES (7, 'a', 'fraud:o1:p1', 1, 'p1', 2, 0, 0, 0);
+         INSERT INTO fraud_reviews (id, account, job_key, round, alert, merchant_order, payment,
+                                    reason, state, delivery_id, created_at, decided_at)
+         VALUES (1, 'a', 'fraud:o1:p1', 0, 'fraud_alert:o1:p1', 'o1', 'p1', 'unsigned', 3, 11,
+                 100, 150),
+                (2, 'a', 'fraud:o1:p1', 1, 'fraud_alert:o1:p1#1', 'o1', NULL, 'again', 1, 12,
+                 200, NULL),
+                (3, 'b', 'fraud:x:-', 0, 'fraud_alert:x:-', NULL, NULL, 'no such order', 4,
+                 NULL, 300, NULL);",
+    )
+    .unwrap();
+    migrate(&mut conn).unwrap();
+    type Hold = (
+        String,
+        String,
+        String,
+        i64,
+        String,
+        Option<i64>,
+        Option<i64>,
+        i64,
+    );
+    let holds: Vec<Hold> = conn
+        .prepare(
+            "SELECT account, kind, subject, state, reason, job_id, decided_at, created_at
+             FROM holds ORDER BY id",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let h = |a: &str, s: &str, st: i64, why: &str, job, at, c| {
+        (
+            a.to_string(),
+            "fraud_review".to_string(),
+            s.to_string(),
+            st,
+            why.to_string(),
+            job,
+            at,
+            c,
+        )
+    };
+    assert_eq!(
+        holds,
+        [
+            h(
+                "a",
+                "fraud_alert:o1:p1",
+                3,
+                "unsigned",
+                Some(7),
+                Some(150),
+                100
+            ),
+            h("a", "fraud_alert:o1:p1#1", 1, "again", Some(7), None, 200),
+            h("b", "fraud_alert:x:-", 4, "no such order", None, None, 300),
+        ]
+    );
+    type Review = (
+        String,
+        i64,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<i64>,
+    );
+    let reviews: Vec<Review> = conn
+        .prepare(
+            "SELECT job_key, round, alert, merchant_order, payment, delivery_id
+             FROM fraud_reviews ORDER BY id",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let o1 = || Some("o1".to_string());
+    assert_eq!(
+        reviews,
+        [
+            (
+                "fraud:o1:p1".into(),
+                0,
+                "fraud_alert:o1:p1".into(),
+                o1(),
+                Some("p1".into()),
+                Some(11)
+            ),
+            (
+                "fraud:o1:p1".into(),
+                1,
+                "fraud_alert:o1:p1#1".into(),
+                o1(),
+                None,
+                Some(12)
+            ),
+            (
+                "fraud:x:-".into(),
+                0,
+                "fraud_alert:x:-".into(),
+                None,
+                None,
+                None
+            ),
+        ]
+    );
+}
