@@ -9,13 +9,18 @@
 # lets `postgres` create databases (PGURL, default postgres://postgres@127.0.0.1:5432).
 #
 #   scripts/ack-ratio-pg.sh [ROUNDS] [SECONDS]      (default 5 rounds of 5 s)
+#
+# POINTHOOK=path/to/another/pointhook measures that binary instead (an
+# earlier build, for a before-and-after).
 set -euo pipefail
 
 rounds=${1:-5}
 seconds=${2:-5}
 server=${PGURL:-postgres://postgres@127.0.0.1:5432}
 bin=target/release
-for b in pointhook examples/group_commit_server examples/loadgen; do
+pointhook=${POINTHOOK:-$bin/pointhook}
+[[ -x $pointhook ]] || { echo "ack-ratio-pg: $pointhook is missing" >&2; exit 2; }
+for b in examples/group_commit_server examples/loadgen; do
   [[ -x $bin/$b ]] || { echo "ack-ratio-pg: $bin/$b is missing: run cargo build --release --bins --examples" >&2; exit 2; }
 done
 
@@ -40,7 +45,7 @@ pids+=($!); anchor=$!
 start() { # name port database
   POINTHOOK_WORKER_ENABLED=false POINTHOOK_SERVER_RATE_LIMIT_PER_IP=0 \
     POINTHOOK_STORAGE_URL="$server/$3" POINTHOOK_SERVER_LISTEN="127.0.0.1:$2" RUST_LOG=warn \
-    "$bin/pointhook" serve --config "$dir/pg.toml" >"$dir/$1.log" 2>&1 &
+    "$pointhook" serve --config "$dir/pg.toml" >"$dir/$1.log" 2>&1 &
   pids+=($!)
 }
 start one 8091 "$one"; alone=$!

@@ -23,18 +23,3 @@ pub(super) fn enqueue(
     );
     crate::store::ingest::enqueue_sqlite(conn, account, job, now)
 }
-
-/// Whether another delivery carries the same signature (`ts` and `v1`) as
-/// `delivery_id`: a signature seen twice was replayed, and authenticates
-/// nothing. One seek of the signatures' index.
-pub(super) fn signature_seen_elsewhere(
-    conn: &Connection,
-    delivery_id: i64,
-) -> rusqlite::Result<bool> {
-    conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM deliveries o, deliveries d
-          WHERE d.id = ?1 AND d.signature_key IS NOT NULL
-            AND o.signature_key = d.signature_key AND o.id != d.id)",
-    )?
-    .query_row([delivery_id], |r| r.get(0))
-}
