@@ -309,19 +309,8 @@ async fn concurrent_requests_all_commit() {
     for t in tasks {
         assert_eq!(t.await.unwrap(), 200);
     }
-    // Each 200 came after its commit: all 200 are stored now, each once
-    // (in the inbox or derived, read in one statement, one snapshot).
-    assert_eq!(
-        app.count("SELECT (SELECT count(*) FROM deliveries) + (SELECT count(*) FROM inbox)"),
-        200
-    );
-    // Their deliveries and jobs follow from them.
-    wait_for("the inbox to be derived", async || {
-        app.count("SELECT count(*) FROM jobs") == 200
-    })
-    .await;
     assert_eq!(app.count("SELECT count(*) FROM deliveries"), 200);
-    assert_eq!(app.count("SELECT count(*) FROM inbox"), 0);
+    assert_eq!(app.count("SELECT count(*) FROM jobs"), 200);
     app.stop().await;
 }
 

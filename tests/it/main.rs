@@ -18,7 +18,6 @@ mod coalescing;
 mod console;
 mod console_pages;
 mod copy;
-mod derivation;
 mod destinations;
 mod destinations_sdk;
 mod disk_full;

@@ -27,7 +27,7 @@ on_both_backends!(
     an_order_is_released_once_by_racing_decisions,
     two_stores_never_lease_one_event,
     a_job_sees_its_own_marks_and_keeps_amounts_it_did_not_see,
-    the_id_acknowledged_is_the_deliverys_own,
+    the_id_given_for_a_job_is_its_own,
     a_job_notified_while_it_ran_wakes_the_worker_when_it_finishes,
     an_ingest_whose_caller_went_away_still_wakes_the_worker,
     a_lease_of_fewer_jobs_than_asked_tells_when_the_next_is_due,
@@ -136,51 +136,18 @@ fn release(order: &str, key: &str) -> Effects {
     }
 }
 
-impl Opened {
-    /// The same data through the tests' own connection.
-    fn sql(&self) -> crate::backends::TestDb {
-        match &self.location {
-            Location::Sqlite(path) => crate::backends::TestDb::Sqlite(path.clone()),
-            Location::Postgres(url) => crate::backends::TestDb::Postgres(url.clone()),
-        }
-    }
-
-    fn count(&self, sql: &str) -> i64 {
-        self.sql().value(sql, &[]).int()
-    }
-
-    /// Waits until every acknowledged delivery is derived.
-    async fn derived(&self) {
-        crate::helpers::wait_for("the inbox to be derived", async || {
-            self.count("SELECT count(*) FROM inbox") == 0
-        })
-        .await;
-    }
-}
-
 async fn a_delivery_and_its_job_commit_together_and_coalesce() {
     let s = open().await;
     let work = order_work("1");
     let first = s.store.ingest(delivery(&work, "a")).await.unwrap();
     let again = s.store.ingest(delivery(&work, "a")).await.unwrap();
     let other = s.store.ingest(delivery(&work, "b")).await.unwrap();
-    s.derived().await;
-    let duplicate_of = |id: i64| {
-        s.sql()
-            .value(
-                "SELECT duplicate_of FROM deliveries WHERE id = $1",
-                &[crate::backends::SqlValue::Int(id)],
-            )
-            .opt_int()
-    };
-    assert_eq!(duplicate_of(first.delivery_id), None);
-    assert_eq!(
-        duplicate_of(again.delivery_id),
-        Some(first.delivery_id),
-        "the same bytes again are a duplicate"
-    );
-    assert_eq!(duplicate_of(other.delivery_id), None);
-    assert_eq!(s.count("SELECT count(*) FROM jobs"), 1, "one job per key");
+    assert!(!first.duplicate);
+    assert!(again.duplicate, "the same bytes again are a duplicate");
+    assert!(!other.duplicate);
+    assert!(first.job_id.is_some());
+    assert_eq!(first.job_id, again.job_id, "one job per key");
+    assert_eq!(first.job_id, other.job_id);
     let jobs = s
         .store
         .lease_jobs(unix_ms_now(), 60_000, 10)
@@ -190,60 +157,54 @@ async fn a_delivery_and_its_job_commit_together_and_coalesce() {
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0].work.as_ref().unwrap(), &work);
     assert_eq!(jobs[0].attempt, 1);
-    assert_eq!(
-        jobs[0].input_delivery_id,
-        Some(other.delivery_id),
-        "the newest of a rank"
-    );
 }
 
-/// The id an acknowledgement gives is the delivery's for good: deliveries
-/// acknowledged together (derived after their commit) and alone (derived
-/// in it), some with no job, each keep the id they were given, and every
-/// one with work is in its job.
-async fn the_id_acknowledged_is_the_deliverys_own() {
+/// Whether the job is created or coalesced into, and whether the jobs'
+/// ids run in step with the deliveries' or not, ingest names the job's
+/// own id (the one a lease hands out).
+async fn the_id_given_for_a_job_is_its_own() {
     let s = open().await;
-    let ingest = |order: u32, with_job: bool| {
+    let job_of = |order: &'static str, body: &'static str| {
         let store = s.store.clone();
         async move {
-            let mut d = delivery(&order_work(&order.to_string()), "x");
-            if !with_job {
-                d.job = None;
-            }
-            (order, store.ingest(d).await.unwrap().delivery_id)
+            let ingested = store.ingest(delivery(&order_work(order), body)).await;
+            ingested.unwrap().job_id
         }
     };
-    let mut given = vec![ingest(1, true).await, ingest(2, false).await];
-    given.extend(
-        futures_util::future::join_all((10..90).map(|order| ingest(order, order % 7 != 0))).await,
-    );
-    given.push(ingest(3, true).await);
-    s.derived().await;
-    let mut ids = HashSet::new();
-    for (order, id) in &given {
-        assert!(ids.insert(*id), "id {id} given twice");
-        let stored = s
-            .sql()
-            .value(
-                "SELECT resource_id FROM deliveries WHERE id = $1",
-                &[crate::backends::SqlValue::Int(*id)],
-            )
-            .text();
-        assert_eq!(stored, order.to_string(), "delivery {id}");
-    }
-    let with_jobs = given
+    // In step: delivery 1 creates job 1.
+    let mut given = vec![job_of("11", "a").await];
+    // Out of step: a delivery that makes no job, then deliveries that do.
+    let ignored = NewDelivery {
+        job: None,
+        ..delivery(&order_work("99"), "ignored")
+    };
+    let ignored = s.store.ingest(ignored).await.unwrap();
+    assert_eq!(ignored.job_id, None);
+    given.push(job_of("12", "a").await);
+    given.push(job_of("13", "a").await);
+    given.push(job_of("14", "a").await);
+    assert_ne!(given[1], Some(ignored.delivery_id + 1), "ids out of step");
+    // Coalesced into jobs already there.
+    assert_eq!(job_of("13", "b").await, given[2]);
+    assert_eq!(job_of("12", "b").await, given[1]);
+
+    let mut leased: Vec<(i64, String)> = s
+        .store
+        .lease_jobs(unix_ms_now(), 60_000, 10)
+        .await
+        .unwrap()
+        .taken
+        .into_iter()
+        .map(|j| (j.id, j.work.unwrap().resource_id()))
+        .collect();
+    leased.sort();
+    let mut expected: Vec<(i64, String)> = given
         .iter()
-        .filter(|(o, _)| *o != 2 && (*o < 10 || o % 7 != 0))
-        .count() as i64;
-    assert_eq!(s.count("SELECT count(*) FROM jobs"), with_jobs);
-    assert_eq!(
-        s.count(
-            "SELECT count(*) FROM jobs j JOIN deliveries d ON d.id = j.input_delivery_id
-             WHERE d.resource_id = j.resource_id"
-        ),
-        with_jobs,
-        "each job names the delivery it came from"
-    );
+        .zip(["11", "12", "13", "14"])
+        .map(|(id, order)| (id.expect("a job"), order.to_string()))
+        .collect();
+    expected.sort();
+    assert_eq!(leased, expected);
 }
 
 async fn two_stores_never_lease_one_job() {
@@ -858,9 +819,9 @@ async fn the_lease_lists_seek_their_indexes_on_a_new_database() {
     }
 }
 
-/// An error at an acknowledgement's commit (here a deferred check on what
-/// it commits, the inbox row) is the ingest's error, so nothing refused at
-/// commit is acknowledged.
+/// A lone delivery is committed in a transaction of its own statement; an
+/// error at its commit (here a deferred check) is still the ingest's error,
+/// so nothing refused at commit is acknowledged.
 #[tokio::test]
 async fn a_delivery_refused_at_its_commit_is_not_acknowledged() {
     let Some((pg, s)) = postgres_store().await else {
@@ -873,7 +834,7 @@ async fn a_delivery_refused_at_its_commit_is_not_acknowledged() {
                  IF NEW.topic = 'refused-at-commit' THEN RAISE EXCEPTION 'refused at commit'; END IF;
                  RETURN NULL;
              END $$;
-             CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON inbox
+             CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON deliveries
                  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit();",
         )
         .await

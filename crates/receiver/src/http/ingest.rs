@@ -1,7 +1,6 @@
 //! The notification endpoint: read the body (bounded in size and time),
 //! pick the account, classify, check the signature, persist, and only then
-//! answer 200 (the delivery is durable; its job follows from it, see
-//! `store/ingest.rs`).
+//! answer 200.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -153,22 +152,26 @@ impl Ingest {
         let ignored = classified.work.is_none();
         tracing::info!(
             delivery_id = ingested.delivery_id,
+            job_id = ingested.job_id,
             account = %account.name,
             kind = classified.kind.as_str(),
             topic = %pointhook_common::text::printable(&classified.topic),
             resource_id = resource_id,
+            duplicate = ingested.duplicate,
             ignored,
             "delivery stored"
         );
-        // What the 200 says is what its commit holds: the delivery, stored.
-        // Whether it repeats an earlier one is marked after (the console
-        // shows it), never said here.
         let body = format!(
-            r#"{{"status":"accepted","delivery_id":{}{}}}"#,
+            r#"{{"status":"accepted","delivery_id":{},"duplicate":{}{}}}"#,
             ingested.delivery_id,
+            ingested.duplicate,
             if ignored { r#","ignored":true"# } else { "" }
         );
-        let result = if ignored { "ignored" } else { "accepted" };
+        let result = match (ignored, ingested.duplicate) {
+            (true, _) => "ignored",
+            (false, true) => "duplicate",
+            (false, false) => "accepted",
+        };
         Ok((
             response::json(StatusCode::OK, body),
             classified.kind.as_str(),

@@ -394,6 +394,7 @@ impl Pass<'_> {
             topic = change.topic,
             resource_id = %pointhook_common::text::printable(&change.sighting.resource_id),
             delivery_id = ingested.delivery_id,
+            job_id = ingested.job_id,
             "reconciliation: a change came with no notification; its job is enqueued"
         );
         (self.on_missed)(&account, change.topic);

@@ -81,17 +81,6 @@ impl Side {
     }
 }
 
-/// Acknowledged notifications not derived yet (`store/ingest.rs`): their
-/// ids are the deliveries' to be, which a target's generator would not
-/// know of, so a source that holds any is refused (starting pointhook on it
-/// derives them).
-static INBOX: Table = Table {
-    name: "inbox",
-    columns: &[],
-    order_by: None,
-    generated_id: false,
-};
-
 /// Copies every row of `from` into `to` (created and migrated if need be,
 /// and empty), telling `progress` after each batch; then counts again.
 pub async fn copy(
@@ -100,12 +89,6 @@ pub async fn copy(
     progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<Copied, StoreError> {
     let source = Side::source(from).await?;
-    if source.count(&INBOX).await? > 0 {
-        return Err(StoreError::Unsupported(
-            "the source holds acknowledged notifications not derived yet (its inbox): \
-             start pointhook on it once and stop it, then copy",
-        ));
-    }
     let target = Side::target(to).await?;
     for table in TABLES {
         if target.count(table).await? > 0 {

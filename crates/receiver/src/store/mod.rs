@@ -171,7 +171,6 @@ macro_rules! on {
 // Their methods use `on!`, so they are declared after it.
 mod alerts;
 mod console;
-pub(crate) mod ingest;
 mod inspect;
 mod jobs;
 mod maintenance;
@@ -259,6 +258,12 @@ impl Store {
     /// The database, for a person (a path, or a URL without its password).
     pub fn describe(&self) -> String {
         on!(self, b => b.describe())
+    }
+
+    /// Stores a delivery and its job in one durable transaction.
+    /// Each backend wakes the worker once its commit holds a job.
+    pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
+        on!(self, b => b.ingest(delivery).await)
     }
 
     /// Proves the database takes a durable write.

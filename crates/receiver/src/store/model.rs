@@ -97,11 +97,11 @@ impl Take {
     }
 }
 
-/// What an acknowledgement can say: the delivery's id. Whether it is a
-/// duplicate and which job it feeds are derived after (`store/ingest.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ingested {
     pub delivery_id: i64,
+    pub duplicate: bool,
+    pub job_id: Option<i64>,
 }
 
 /// What makes two deliveries "the same notification": account, kind, topic,

@@ -41,14 +41,13 @@ use tokio::sync::{Mutex, Notify, mpsc, oneshot};
 use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
-use super::ingest::{DERIVE_MAX, Derived, INLINE_MAX, append_pg, derive};
 use super::model::{FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Take};
-use super::sql::Conn;
 use super::{CommitHealth, StoreError};
 use crate::domain::Effects;
 use crate::domain::verdict::DecisionRules;
 use listen::{Broadcast, Channel};
 use pointhook_common::clock::unix_ms_now;
+use work::IngestParams;
 
 pub use leader::Leader;
 pub use listen::Wakers;
@@ -127,40 +126,17 @@ impl PgStore {
         let health = Arc::new(CommitHealth::default());
         let fail_commits = Arc::new(AtomicBool::new(false));
         let broadcast = Arc::new(Broadcast::default());
-        let hold = hold_derivation();
-        if !hold {
-            // What a crash left between an acknowledgement and its
-            // derivation (this instance's or another's), before serving.
-            let derived = derive_all(&pool).await?;
-            if derived > 0 {
-                tracing::info!(
-                    derived,
-                    "acknowledged notifications left unprocessed derived"
-                );
-            }
-        }
         let (tx, rx) = mpsc::channel(4096);
         let rx = Arc::new(Mutex::new(rx));
-        let wake_deriver = Arc::new(Notify::new());
-        let derived = Woken {
-            jobs_ready: wakers.jobs.clone(),
-            broadcast: broadcast.clone(),
-        };
         for _ in 0..BATCHERS {
             tokio::spawn(batcher(
                 pool.clone(),
                 rx.clone(),
                 health.clone(),
-                Deriving {
-                    hold,
-                    wake: wake_deriver.clone(),
-                    derived: derived.clone(),
-                },
+                wakers.jobs.clone(),
+                broadcast.clone(),
                 fail_commits.clone(),
             ));
-        }
-        if !hold {
-            tokio::spawn(deriver(pool.clone(), wake_deriver, derived, stop.clone()));
         }
         tokio::spawn(listen::run(config, wakers, broadcast.clone(), stop.clone()));
         Ok(PgStore {
@@ -254,12 +230,8 @@ impl PgStore {
     pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
         let (reply, answer) = oneshot::channel();
         let Some(ingest) = &self.ingest else {
-            // A client (the CLI's reconciliation) derives in its own commit.
-            let (ids, _) = commit_batch(&self.pool, std::slice::from_ref(&delivery), true).await?;
-            return ids
-                .first()
-                .map(|&delivery_id| Ingested { delivery_id })
-                .ok_or_else(|| StoreError::Database("the delivery was not stored".into()));
+            // A client writes no deliveries; this is for completeness.
+            return commit_alone(&self.pool, IngestParams::new(delivery)).await;
         };
         ingest
             .send(IngestOp { delivery, reply })
@@ -384,42 +356,14 @@ impl PgStore {
     }
 }
 
-/// How a batcher hands on what it appended.
-struct Deriving {
-    /// Never derive (a fault tests inject).
-    hold: bool,
-    /// The deriver's wake-up, after a batch it did not derive.
-    wake: Arc<Notify>,
-    /// Told of each derivation's jobs.
-    derived: Woken,
-}
-
-/// Whom a derivation that touched jobs wakes: this instance's worker and,
-/// through the listener, the other instances'.
-#[derive(Clone)]
-struct Woken {
-    jobs_ready: Arc<Notify>,
-    broadcast: Arc<Broadcast>,
-}
-
-impl Woken {
-    fn tell(&self, derived: &Derived) {
-        if derived.jobs > 0 {
-            self.jobs_ready.notify_one();
-            self.broadcast.ask(Channel::Jobs);
-        }
-    }
-}
-
-/// Takes whatever deliveries are queued (up to `MAX_BATCH`), appends them
-/// to the inbox in one transaction, and answers each after the commit. A
-/// batch of at most `INLINE_MAX` derives them in the same commit; a larger
-/// one wakes the deriver (`store/ingest.rs`).
+/// Takes whatever deliveries are queued (up to `MAX_BATCH`), commits them
+/// in one transaction, and answers each after the commit.
 async fn batcher(
     pool: Pool,
     rx: Arc<Mutex<mpsc::Receiver<IngestOp>>>,
     health: Arc<CommitHealth>,
-    deriving: Deriving,
+    jobs_ready: Arc<Notify>,
+    broadcast: Arc<Broadcast>,
     fail_commits: Arc<AtomicBool>,
 ) {
     loop {
@@ -437,28 +381,23 @@ async fn batcher(
             }
             batch
         };
-        let (deliveries, replies): (Vec<NewDelivery>, Vec<_>) =
+        let (ops, replies): (Vec<NewDelivery>, Vec<_>) =
             batch.into_iter().map(|op| (op.delivery, op.reply)).unzip();
-        let inline = !deriving.hold && deliveries.len() <= INLINE_MAX;
+        let params: Vec<IngestParams> = ops.into_iter().map(IngestParams::new).collect();
+        let wakes = params.iter().any(IngestParams::has_job);
         let results = if fail_commits.load(Ordering::Relaxed) {
             Err(StoreError::Unavailable("injected storage fault".into()))
         } else {
-            commit_batch(&pool, &deliveries, inline).await
+            commit_batch(&pool, &params).await
         };
         match &results {
             Err(StoreError::DiskFull(_)) => health.record_disk_full(),
             r => health.record(!matches!(r, Err(StoreError::Unavailable(_)))),
         }
         match results {
-            Ok((ids, derived)) => {
-                for (reply, delivery_id) in replies.into_iter().zip(ids) {
-                    let _ = reply.send(Ok(Ingested { delivery_id }));
-                }
-                // Here, not where the answers arrive: a caller may be gone.
-                match derived {
-                    Some(d) => deriving.derived.tell(&d),
-                    None if !deriving.hold => deriving.wake.notify_one(),
-                    None => {}
+            Ok(ingested) => {
+                for (reply, ingested) in replies.into_iter().zip(ingested) {
+                    let _ = reply.send(Ok(ingested));
                 }
             }
             Err(e @ (StoreError::Unavailable(_) | StoreError::DiskFull(_))) => {
@@ -474,103 +413,57 @@ async fn batcher(
             // One of them failed: each again, alone, so one failure never
             // takes its neighbours down.
             Err(_) => {
-                for (reply, d) in replies.into_iter().zip(deliveries) {
-                    let alone = commit_batch(&pool, std::slice::from_ref(&d), false).await;
-                    let _ = reply.send(alone.and_then(|(ids, _)| {
-                        ids.first()
-                            .map(|&delivery_id| Ingested { delivery_id })
-                            .ok_or_else(|| {
-                                StoreError::Database("the delivery was not stored".into())
-                            })
-                    }));
-                }
-                if !deriving.hold {
-                    deriving.wake.notify_one();
+                for (reply, p) in replies.into_iter().zip(params) {
+                    let _ = reply.send(commit_alone(&pool, p).await);
                 }
             }
+        }
+        // Here too, not only where the answers arrive: a caller may be gone.
+        if wakes {
+            jobs_ready.notify_one();
+            broadcast.ask(Channel::Jobs);
         }
     }
 }
 
-/// Every delivery of a batch appended in one transaction, pipelined, and
-/// (`derive`) derived in it too.
-async fn commit_batch(
-    pool: &Pool,
-    deliveries: &[NewDelivery],
-    derive_too: bool,
-) -> Result<(Vec<i64>, Option<Derived>), StoreError> {
+/// Every delivery of a batch in one transaction, pipelined.
+async fn commit_batch(pool: &Pool, params: &[IngestParams]) -> Result<Vec<Ingested>, StoreError> {
     let mut client = pool.get().await?;
+    let stmt = client.prepare_cached(&work::INGEST).await?;
+    if let [alone] = params {
+        // One statement is its own transaction, committed when the server
+        // takes the Sync that ends it; the answer comes only after that
+        // (tokio-postgres reads to ReadyForQuery, so an error at commit is
+        // this call's error). BEGIN and COMMIT would add two statements and
+        // two round trips, and nothing else.
+        let row = client.query_one(&stmt, &alone.as_params()).await?;
+        return Ok(vec![ingested(&row)?]);
+    }
     let tx = client.transaction().await?;
-    let conn = Conn::PgTx(&tx);
-    let ids = futures_util::future::join_all(deliveries.iter().map(|d| append_pg(&conn, d)))
-        .await
+    let bound: Vec<_> = params.iter().map(IngestParams::as_params).collect();
+    let rows = futures_util::future::join_all(bound.iter().map(|p| tx.query_one(&stmt, p))).await;
+    let ingested = rows
         .into_iter()
-        .collect::<Result<Vec<i64>, _>>()?;
-    let derived = match derive_too {
-        true => Some(derive(&conn, DERIVE_MAX).await?),
-        false => None,
-    };
+        .map(|row| ingested(&row?))
+        .collect::<Result<_, _>>()?;
     tx.commit().await?;
-    Ok((ids, derived))
+    Ok(ingested)
 }
 
-/// One derivation in a transaction of its own.
-async fn derive_once(pool: &Pool) -> Result<Derived, StoreError> {
-    let mut client = pool.get().await?;
-    let tx = client.transaction().await?;
-    let derived = derive(&Conn::PgTx(&tx), DERIVE_MAX).await?;
-    tx.commit().await?;
-    Ok(derived)
+fn ingested(row: &tokio_postgres::Row) -> Result<Ingested, StoreError> {
+    Ok(Ingested {
+        delivery_id: row.try_get(0)?,
+        duplicate: row.try_get(1)?,
+        job_id: row.try_get(2)?,
+    })
 }
 
-/// Derives until the inbox is empty; how many rows.
-async fn derive_all(pool: &Pool) -> Result<usize, StoreError> {
-    let mut total = 0;
-    loop {
-        let d = derive_once(pool).await?;
-        total += d.deliveries;
-        if !d.more {
-            return Ok(total);
-        }
-    }
-}
-
-/// Every second, or woken by a batch it did not derive, derives the inbox
-/// (every instance's rows: one that died leaves its rows to the others).
-/// Instances take turns (`derive`'s lock), each taking all there is.
-async fn deriver(pool: Pool, wake: Arc<Notify>, woken: Woken, stop: CancellationToken) {
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = wake.notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-        }
-        loop {
-            match derive_once(&pool).await {
-                Ok(d) => {
-                    woken.tell(&d);
-                    if !d.more {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "the inbox was not derived; trying again");
-                    break;
-                }
-            }
-        }
-    }
-}
-
-/// Whether this process never derives its acknowledgements (tests: a
-/// crash between an acknowledgement and its derivation, made certain).
-/// Reachable from the environment, so never in a release build.
-fn hold_derivation() -> bool {
-    #[cfg(all(feature = "fault-injection", debug_assertions))]
-    if std::env::var_os("POINTHOOK_FAULT_HOLD_DERIVATION").is_some() {
-        return true;
-    }
-    false
+async fn commit_alone(pool: &Pool, p: IngestParams) -> Result<Ingested, StoreError> {
+    commit_batch(pool, std::slice::from_ref(&p))
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::Database("the delivery was not stored".into()))
 }
 
 /// The URL without its password.

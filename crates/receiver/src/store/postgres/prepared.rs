@@ -5,8 +5,12 @@
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Statement;
+use tokio_postgres::types::ToSql;
 
 use crate::store::StoreError;
+
+/// Parameters bound to one statement.
+pub type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
 
 pub async fn prepared(tx: &impl GenericClient, sql: &str) -> Result<Statement, StoreError> {
     Ok(tx.prepare_cached(sql).await?)

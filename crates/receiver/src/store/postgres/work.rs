@@ -1,6 +1,5 @@
-//! Jobs on PostgreSQL: the same rules as the SQLite backend, with what
-//! several instances need on top (ingest is written once, in
-//! `store/ingest.rs`). Jobs are leased with
+//! Ingest and jobs on PostgreSQL: the same rules as the SQLite backend,
+//! with what several instances need on top. Jobs are leased with
 //! `FOR UPDATE SKIP LOCKED` and fenced by their attempt count (events
 //! likewise, in `events.rs`);
 //! a job's finish locks the merchant orders its effects name before its
@@ -12,12 +11,13 @@ use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::Row;
 
 use super::decisions::{self, Locked, OrderRows, upsert_orders};
-use super::prepared::prepared;
+use super::prepared::{Params, prepared};
 use crate::domain::verdict::DecisionRules;
 use crate::domain::{JobState, Kind, Lane, OrderFlags, SignatureStatus};
 use crate::store::StoreError;
-use crate::store::model::{FetchRow, Finish, JobOutcome, Lease, LeasedJob, NewJob, Take};
-use crate::store::sql::Conn;
+use crate::store::model::{
+    FetchRow, Finish, JobOutcome, Lease, LeasedJob, NewDelivery, NewJob, Take,
+};
 
 const PENDING: i16 = JobState::Pending as i16;
 const RUNNING: i16 = JobState::Running as i16;
@@ -26,15 +26,157 @@ const DEAD: i16 = JobState::Dead as i16;
 const LIVE: i16 = Lane::Live as i16;
 const BACKLOG: i16 = Lane::Backlog as i16;
 
-/// A job with no delivery behind it (a review's follow-up), created or
-/// coalesced as `store::ingest::enqueue` says.
+/// How a new job coalesces with the one there is: the
+/// same rules as the SQLite backend's.
+fn on_conflict() -> String {
+    format!(
+        "ON CONFLICT (account, job_key) DO UPDATE SET
+             rerun = CASE WHEN jobs.state = {RUNNING} THEN true ELSE jobs.rerun END,
+             attempts = CASE WHEN jobs.state = {RUNNING} THEN jobs.attempts ELSE 0 END,
+             run_at = CASE
+                 WHEN jobs.state IN ({DONE}, {DEAD}) THEN excluded.run_at
+                 WHEN jobs.state = {PENDING} AND excluded.lane = {LIVE}
+                     THEN least(jobs.run_at, excluded.run_at)
+                 ELSE jobs.run_at END,
+             lane = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN excluded.lane
+                         ELSE least(jobs.lane, excluded.lane) END,
+             last_error = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN NULL ELSE jobs.last_error END,
+             work = CASE WHEN excluded.work_rank >= jobs.work_rank THEN excluded.work ELSE jobs.work END,
+             input_delivery_id = CASE WHEN excluded.work_rank >= jobs.work_rank
+                 THEN coalesce(excluded.input_delivery_id, jobs.input_delivery_id)
+                 ELSE jobs.input_delivery_id END,
+             work_rank = greatest(jobs.work_rank, excluded.work_rank),
+             state = CASE WHEN jobs.state IN ({DONE}, {DEAD}) THEN {PENDING} ELSE jobs.state END,
+             updated_at = excluded.updated_at"
+    )
+}
+
+/// A delivery and its coalesced job in one statement: the duplicate
+/// lookup, the insert, and the job's upsert.
+pub static INGEST: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH dup AS (
+             SELECT id FROM deliveries
+             WHERE account = $2 AND resource_id = $5 AND fingerprint = $12
+             ORDER BY id LIMIT 1
+         ), d AS (
+             INSERT INTO deliveries (received_at, account, kind, topic, resource_id,
+                 notification_id, source_news, query, headers, body, remote_addr, fingerprint,
+                 duplicate_of, signature, job_key, body_size, signature_key, body_sha256)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+                 (SELECT id FROM dup), $13, $14, $15, $20, $21)
+             RETURNING id, duplicate_of
+         ), j AS (
+             INSERT INTO jobs AS jobs (account, job_key, kind, resource_id, input_delivery_id,
+                 work, work_rank, state, run_at, created_at, updated_at, lane)
+             SELECT $2, $14, $16, $17, d.id, $18, $19, {PENDING}, $1, $1, $1, $22
+             FROM d WHERE $14::text IS NOT NULL
+             {}
+             RETURNING id
+         )
+         SELECT d.id, d.duplicate_of IS NOT NULL, (SELECT id FROM j) FROM d",
+        on_conflict()
+    )
+});
+
+/// What `INGEST` binds for one delivery, owned so that a batch can be
+/// pipelined.
+pub struct IngestParams {
+    d: NewDelivery,
+    body: Option<Vec<u8>>,
+    body_size: Option<i64>,
+    body_sha256: Option<Vec<u8>>,
+    fingerprint: Vec<u8>,
+    job_key: Option<String>,
+    job_kind: Option<i16>,
+    job_resource: Option<String>,
+    work: Option<String>,
+    rank: Option<i64>,
+    lane: Option<Lane>,
+}
+
+impl IngestParams {
+    pub fn new(d: NewDelivery) -> IngestParams {
+        let job = d.job.clone();
+        IngestParams {
+            body: (!d.body.is_empty()).then(|| d.body.to_vec()),
+            body_size: d.body_size.map(|n| n as i64),
+            body_sha256: d.body_sha256.map(|h| h.to_vec()),
+            fingerprint: d.fingerprint.to_vec(),
+            job_key: job.as_ref().map(|j| j.key.clone()),
+            job_kind: job.as_ref().map(|j| j.kind as i16),
+            job_resource: job.as_ref().map(|j| j.resource_id.clone()),
+            work: job.as_ref().map(|j| j.work.clone()),
+            rank: job.as_ref().map(|j| j.rank),
+            lane: job.as_ref().map(|j| j.lane),
+            d,
+        }
+    }
+
+    pub fn as_params(&self) -> Params<'_> {
+        let d = &self.d;
+        vec![
+            &d.received_at,
+            &d.account,
+            &d.kind,
+            &d.topic,
+            &d.resource_id,
+            &d.notification_id,
+            &d.source_news,
+            &d.query,
+            &d.headers,
+            &self.body,
+            &d.remote_addr,
+            &self.fingerprint,
+            &d.signature,
+            &self.job_key,
+            &self.body_size,
+            &self.job_kind,
+            &self.job_resource,
+            &self.work,
+            &self.rank,
+            &d.signature_key,
+            &self.body_sha256,
+            &self.lane,
+        ]
+    }
+
+    pub fn has_job(&self) -> bool {
+        self.job_key.is_some()
+    }
+}
+
+/// A job with no delivery behind it.
 pub async fn enqueue(
     tx: &Transaction<'_>,
     account: &str,
     job: &NewJob,
     now: i64,
 ) -> Result<i64, StoreError> {
-    crate::store::ingest::enqueue(&Conn::PgTx(tx), account, job, now).await
+    let sql = format!(
+        "INSERT INTO jobs AS jobs (account, job_key, kind, resource_id, work, work_rank,
+             state, run_at, created_at, updated_at, lane)
+         VALUES ($1, $2, $3, $4, $5, $6, {PENDING}, $7, $7, $7, $8)
+         {}
+         RETURNING id",
+        on_conflict()
+    );
+    let row = tx
+        .query_one(
+            &prepared(tx, &sql).await?,
+            &[
+                &account,
+                &job.key,
+                &job.kind,
+                &job.resource_id,
+                &job.work,
+                &job.rank,
+                &now,
+                &job.lane,
+            ],
+        )
+        .await?;
+    Ok(row.get(0))
 }
 
 /// Takes up to `take.limit` due jobs (pending and due, or running with an

@@ -15,7 +15,6 @@
 pub(super) mod copy;
 mod decisions;
 mod deliveries;
-mod derive;
 mod destinations;
 mod events;
 mod files;
@@ -40,9 +39,7 @@ use rusqlite::Connection;
 use tokio::sync::Notify;
 
 use super::StoreError;
-use super::ingest::{DERIVE_MAX, append_sqlite, derive};
 use super::model::{FetchRow, Finish, Ingested, JobOutcome, Lease, LeasedJob, NewDelivery, Take};
-use super::sql::run_sqlite;
 use super::views::{Answer, ReviewView};
 use crate::domain::verdict::DecisionRules;
 use crate::domain::{Effects, Review, ReviewSeen};
@@ -79,8 +76,8 @@ pub struct SqliteStore {
     threads: Mutex<Threads>,
     /// Held (locked) for as long as this process serves the database.
     _owner: Option<std::fs::File>,
-    /// Acknowledgements are never derived (a fault tests inject).
-    hold: bool,
+    /// The worker's wake-up, told of each job ingested (the server's).
+    jobs_ready: Option<Arc<Notify>>,
 }
 
 /// How writes reach the file.
@@ -110,25 +107,7 @@ impl SqliteStore {
         let mut conn = open_connection(path)?;
         migrations::migrate(&mut conn)?;
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-        // Every statement the writer runs stays prepared (the worker's,
-        // the outbox's, ingest's and its derivation's are more than the
-        // default 16, and one evicted is parsed again at its next use).
-        conn.set_prepared_statement_cache_capacity(256);
-        let hold = hold_derivation();
-        if !hold {
-            // What a crash left between an acknowledgement and its
-            // derivation, before anything else is served.
-            let (open, derived) = derive::derive_all(conn)?;
-            conn = open;
-            if derived > 0 {
-                tracing::info!(
-                    derived,
-                    "acknowledged notifications left by the last run derived"
-                );
-            }
-        }
-        let derivation = derive::Derivation::new(Some(jobs_ready), hold);
-        let (writer, writer_thread) = Writer::spawn(conn, path, derivation)?;
+        let (writer, writer_thread) = Writer::spawn(conn, path)?;
         let checkpointer = spawn_checkpointer(open_connection(path)?)?;
         Ok(SqliteStore {
             path: path.to_path_buf(),
@@ -139,7 +118,7 @@ impl SqliteStore {
                 checkpointer: Some(checkpointer),
             }),
             _owner: Some(owner),
-            hold,
+            jobs_ready: Some(jobs_ready),
         })
     }
 
@@ -166,7 +145,7 @@ impl SqliteStore {
             readers: Mutex::new(Vec::new()),
             threads: Mutex::new(Threads::default()),
             _owner: None,
-            hold: false,
+            jobs_ready: None,
         })
     }
 
@@ -205,41 +184,16 @@ impl SqliteStore {
         }
     }
 
-    /// Appends a notification to the inbox in the writer's next group
-    /// commit; the writer derives it (`derive.rs`) and wakes the worker
-    /// once a commit holds its job, even if the request was cancelled.
-    /// A client (the CLI) derives it in the same transaction.
+    /// Stores a delivery and its job; the writer wakes the worker once the
+    /// job is committed, even if the request was cancelled meanwhile.
     pub async fn ingest(&self, delivery: NewDelivery) -> Result<Ingested, StoreError> {
-        let delivery_id = match &self.writes {
-            Writes::Thread(w) => w.append(move |c| append_sqlite(c, &delivery)).await?,
-            Writes::Direct(conn) => {
-                let conn = conn.clone();
-                tokio::task::spawn_blocking(move || {
-                    writer::lock(&conn).execute_batch("BEGIN IMMEDIATE")?;
-                    let out = append_sqlite(&writer::lock(&conn), &delivery)
-                        .map_err(StoreError::from)
-                        .and_then(|id| {
-                            run_sqlite(&conn, |c| Box::pin(derive(c, DERIVE_MAX))).map(|_| id)
-                        });
-                    let c = writer::lock(&conn);
-                    match out {
-                        Ok(id) => c
-                            .execute_batch("COMMIT")
-                            .map(|_| id)
-                            .map_err(StoreError::from),
-                        Err(e) => {
-                            if !c.is_autocommit() {
-                                c.execute_batch("ROLLBACK")?;
-                            }
-                            Err(e)
-                        }
-                    }
-                })
-                .await
-                .map_err(|e| StoreError::Unavailable(format!("write task failed: {e}")))??
-            }
-        };
-        Ok(Ingested { delivery_id })
+        let wake = self.jobs_ready.clone().filter(|_| delivery.job.is_some());
+        let op = move |conn: &Connection| deliveries::ingest(conn, &delivery);
+        match &self.writes {
+            Writes::Thread(w) => w.write_then_notify(op, wake).await,
+            // A client has no worker to wake.
+            Writes::Direct(_) => self.write(op).await,
+        }
     }
 
     pub async fn check_writable(&self) -> Result<(), StoreError> {
@@ -264,29 +218,15 @@ impl SqliteStore {
         lease_ms: i64,
         take: Take,
     ) -> Result<Lease<LeasedJob>, StoreError> {
-        let lease = move |c: &Connection| {
+        self.write(move |c| {
             lease_telling_next_due(
                 c,
                 take.limit,
                 |c| jobs::lease(c, now, lease_ms, take),
                 jobs::next_due,
             )
-        };
-        let hold = self.hold;
-        match &self.writes {
-            // What was acknowledged and not derived yet is derived first,
-            // in the lease's transaction: a lease sees every job.
-            Writes::Thread(w) => {
-                w.write_raw(move |m| {
-                    if !hold {
-                        run_sqlite(m, |c| Box::pin(derive(c, DERIVE_MAX)))?;
-                    }
-                    Ok(lease(&writer::lock(m))?)
-                })
-                .await
-            }
-            Writes::Direct(_) => self.write(lease).await,
-        }
+        })
+        .await
     }
 
     pub async fn finish_job(
@@ -414,17 +354,6 @@ impl SqliteStore {
         })
         .await;
     }
-}
-
-/// Whether this process never derives its acknowledgements (tests: a
-/// crash between an acknowledgement and its derivation, made certain).
-/// Reachable from the environment, so never in a release build.
-fn hold_derivation() -> bool {
-    #[cfg(all(feature = "fault-injection", debug_assertions))]
-    if std::env::var_os("POINTHOOK_FAULT_HOLD_DERIVATION").is_some() {
-        return true;
-    }
-    false
 }
 
 /// A migrated connection opened as the store opens its own, for tests of

@@ -18,7 +18,6 @@ use std::sync::Mutex;
 use rusqlite::Connection;
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use super::derive::Derivation;
 use super::space::Space;
 use super::wal_length::WalLength;
 use crate::store::sql::{Conn, Run, run_sqlite};
@@ -49,17 +48,13 @@ enum Msg {
     Close,
 }
 
-pub trait Op: Send {
+trait Op: Send {
     /// Runs the operation; `false` means it failed and must be rolled back.
     fn apply(&mut self, conn: &Mutex<Connection>) -> bool;
     /// Whether it failed for lack of space.
     fn out_of_space(&self) -> bool;
     /// Tells the caller, once the batch's fate is known.
     fn finish(self: Box<Self>, commit: Result<(), &str>);
-    /// Whether it appends to the inbox (an acknowledgement).
-    fn appends(&self) -> bool {
-        false
-    }
 }
 
 struct TypedOp<T, F> {
@@ -69,7 +64,6 @@ struct TypedOp<T, F> {
     /// Told once the operation is committed, whether or not anyone still
     /// waits for the answer.
     committed: Option<Arc<Notify>>,
-    appends: bool,
 }
 
 impl<T, F> Op for TypedOp<T, F>
@@ -86,10 +80,6 @@ where
 
     fn out_of_space(&self) -> bool {
         matches!(self.out, Some(Err(StoreError::DiskFull(_))))
-    }
-
-    fn appends(&self) -> bool {
-        self.appends
     }
 
     fn finish(self: Box<Self>, commit: Result<(), &str>) {
@@ -125,13 +115,8 @@ pub struct Faults {
 }
 
 impl Writer {
-    /// Starts the writer thread over `conn`; it derives the inbox as
-    /// `derivation` says.
-    pub fn spawn(
-        conn: Connection,
-        path: &Path,
-        derivation: Derivation,
-    ) -> Result<(Writer, JoinHandle<()>), StoreError> {
+    /// Starts the writer thread over `conn`.
+    pub fn spawn(conn: Connection, path: &Path) -> Result<(Writer, JoinHandle<()>), StoreError> {
         // A WAL that starts over is written from its beginning but keeps its
         // length; with this limit the file is cut back to it then, so it does
         // not stay at the longest it ever grew (a reader that held the WAL
@@ -154,7 +139,7 @@ impl Writer {
             .name("pointhook-writer".into())
             .spawn(move || {
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run(conn, rx, thread_faults, &thread_health, space, derivation)
+                    run(conn, rx, thread_faults, &thread_health, space)
                 }));
                 if let Err(panic) = ran {
                     // Without its writer the process could only answer 503
@@ -193,37 +178,8 @@ impl Writer {
         T: Send + 'static,
         F: for<'c> Fn(&'c Conn<'c>) -> Run<'c, T> + Send + 'static,
     {
-        self.queue(
-            move |conn: &Mutex<Connection>| run_sqlite(conn, &f),
-            None,
-            false,
-        )
-        .await
-    }
-
-    /// Appends to the inbox (`f` is an acknowledgement's append): the
-    /// writer counts it, to derive it in time.
-    pub async fn append<T, F>(&self, f: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: Fn(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
-    {
-        self.queue(
-            move |conn: &Mutex<Connection>| Ok(f(&lock(conn))?),
-            None,
-            true,
-        )
-        .await
-    }
-
-    /// As `write`, for an operation that runs both this backend's own
-    /// statements and query functions written once (`run_sqlite`).
-    pub async fn write_raw<T, F>(&self, f: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: Fn(&Mutex<Connection>) -> Result<T, StoreError> + Send + 'static,
-    {
-        self.queue(f, None, false).await
+        self.queue(move |conn: &Mutex<Connection>| run_sqlite(conn, &f), None)
+            .await
     }
 
     /// As `write`, and notifies `committed` once `f` is committed, from the
@@ -241,17 +197,11 @@ impl Writer {
         self.queue(
             move |conn: &Mutex<Connection>| Ok(f(&lock(conn))?),
             committed,
-            false,
         )
         .await
     }
 
-    async fn queue<T, F>(
-        &self,
-        f: F,
-        committed: Option<Arc<Notify>>,
-        appends: bool,
-    ) -> Result<T, StoreError>
+    async fn queue<T, F>(&self, f: F, committed: Option<Arc<Notify>>) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: Fn(&Mutex<Connection>) -> Result<T, StoreError> + Send + 'static,
@@ -262,7 +212,6 @@ impl Writer {
             out: None,
             reply,
             committed,
-            appends,
         });
         self.tx
             .send(Msg::Op(op))
@@ -293,28 +242,16 @@ fn run(
     faults: Arc<Faults>,
     health: &CommitHealth,
     mut space: Space,
-    mut derivation: Derivation,
 ) {
-    let mut batch: Vec<Box<dyn Op>> = Vec::with_capacity(MAX_BATCH + 1);
+    let mut batch: Vec<Box<dyn Op>> = Vec::with_capacity(MAX_BATCH);
     let wal = WalLength::watch(&conn);
     let conn = Mutex::new(conn);
     let mut last_look = std::time::Instant::now();
-    while let Some(first) = derivation.next(&mut rx) {
-        let mut derives = false;
-        match first {
-            Some(msg) => take(&mut rx, &mut batch, msg),
-            // Idle with rows waiting: a batch that derives them alone.
-            None => derives = true,
-        }
+    while let Some(first) = rx.blocking_recv() {
+        take(&mut rx, &mut batch, first);
         // No waiting for company: whatever queued during the last commit is
         // the next batch, so batches grow with the load by themselves.
         drain(&mut rx, &mut batch);
-        let appends = batch.iter().filter(|op| op.appends()).count();
-        derives |= derivation.due(appends);
-        if derives {
-            // Last: it derives this batch's appends too.
-            batch.push(derivation.op());
-        }
         if batch.is_empty() {
             continue;
         }
@@ -333,7 +270,6 @@ fn run(
             continue;
         }
         commit_batch(&conn, &mut batch, &faults, health);
-        derivation.answered(appends, derives);
         if health.disk_full() {
             space.mark_full();
         }
@@ -344,11 +280,6 @@ fn run(
                 last_look = std::time::Instant::now();
             }
         }
-    }
-    // What waits is derived before stopping (else at the next start).
-    if derivation.waiting() && !space.full() {
-        batch.push(derivation.op());
-        commit_batch(&conn, &mut batch, &faults, health);
     }
     drop(wal);
     if let Err(e) = lock(&conn).query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
@@ -514,8 +445,7 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (v INTEGER NOT NULL UNIQUE)")
             .unwrap();
-        let (writer, thread) =
-            Writer::spawn(conn, std::path::Path::new(":memory:"), Derivation::none()).unwrap();
+        let (writer, thread) = Writer::spawn(conn, std::path::Path::new(":memory:")).unwrap();
         let insert = |v: i64| {
             let writer = writer.clone();
             async move {

@@ -440,36 +440,6 @@ const MIGRATIONS: &[&str] = &[
         platform_order TEXT NOT NULL,
         PRIMARY KEY (account, payment_id)
     ) STRICT, WITHOUT ROWID;
-    "#, // 16: the inbox: what an acknowledgement commits, one append per
-    // notification (no index but its id, the delivery's id to be); its rows
-    // become deliveries, duplicates and jobs in a later commit
-    // (`store/ingest.rs`), and a row left by a crash is derived at start.
-    r#"
-    CREATE TABLE inbox (
-        id              INTEGER PRIMARY KEY,   -- the delivery's id
-        received_at     INTEGER NOT NULL,
-        account         TEXT    NOT NULL,
-        kind            INTEGER NOT NULL,      -- domain::Kind
-        topic           TEXT    NOT NULL,
-        resource_id     TEXT    NOT NULL,
-        notification_id TEXT,
-        source_news     TEXT,
-        query           TEXT    NOT NULL,
-        headers         TEXT    NOT NULL,
-        body            BLOB,
-        remote_addr     TEXT    NOT NULL,
-        fingerprint     BLOB    NOT NULL,
-        signature       INTEGER NOT NULL,      -- domain::SignatureStatus
-        signature_key   TEXT,
-        body_size       INTEGER,
-        body_sha256     BLOB,
-        job_key         TEXT,                  -- NULL: no job (a topic not acted on)
-        job_kind        INTEGER,               -- domain::JobKind
-        job_resource    TEXT,
-        work            TEXT,                  -- domain::Work as JSON
-        work_rank       INTEGER,
-        lane            INTEGER                -- domain::Lane
-    ) STRICT;
     "#,
 ];
 
