@@ -11,7 +11,8 @@
 //! it spent per acknowledged request, by thread name (from
 //! `/proc/PID/task/*/schedstat`): steadier than requests/s on a shared
 //! machine, and it says which thread the time goes to; `--ids random`
-//! sends random ids instead of increasing numbers. `--url` given several
+//! sends random ids instead of increasing numbers, `--ids same` one id
+//! every time (duplicates coalescing into one job). `--url` given several
 //! times spreads the connections over the URLs (several instances).
 
 use std::sync::Arc;
@@ -30,6 +31,9 @@ struct Args {
     rate: Option<u64>,
     pid: Option<u32>,
     random_ids: bool,
+    /// Every request names the same payment (`--ids same`): a duplicate
+    /// of one job each time.
+    same_id: bool,
 }
 
 fn parse_args() -> Args {
@@ -40,6 +44,7 @@ fn parse_args() -> Args {
         rate: None,
         pid: None,
         random_ids: false,
+        same_id: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -50,7 +55,10 @@ fn parse_args() -> Args {
             "--seconds" => args.seconds = value.parse().expect("--seconds"),
             "--rate" => args.rate = Some(value.parse().expect("--rate")),
             "--pid" => args.pid = Some(value.parse().expect("--pid")),
-            "--ids" => args.random_ids = value == "random",
+            "--ids" => {
+                args.random_ids = value == "random";
+                args.same_id = value == "same";
+            }
             other => panic!("unknown flag {other}"),
         }
     }
@@ -144,6 +152,8 @@ async fn main() {
                         rand_u64(n ^ run_id),
                         rand_u64(n)
                     )
+                } else if args.same_id {
+                    format!("{}?topic=payment&id={}", url.path(), id_base)
                 } else {
                     format!("{}?topic=payment&id={}", url.path(), id_base + n)
                 };

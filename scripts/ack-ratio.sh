@@ -7,6 +7,9 @@
 # root after `cargo build --release --bins --examples`.
 #
 #   scripts/ack-ratio.sh [ROUNDS] [SECONDS]      (default 7 rounds of 5 s)
+#
+# BEFORE=path/to/an/earlier/pointhook adds that binary to every round (its
+# own fresh database, port 8096), for a before-and-after in the same run.
 set -euo pipefail
 
 rounds=${1:-7}
@@ -34,10 +37,18 @@ POINTHOOK_WORKER_ENABLED=false POINTHOOK_SERVER_RATE_LIMIT_PER_IP=0 \
   POINTHOOK_SERVER_LISTEN=127.0.0.1:8097 RUST_LOG=warn \
   "$bin/pointhook" serve --config sample-config.toml >"$dir/pointhook.log" 2>&1 &
 pids+=($!); pointhook=$!
+before=
+if [[ -n ${BEFORE:-} ]]; then
+  POINTHOOK_WORKER_ENABLED=false POINTHOOK_SERVER_RATE_LIMIT_PER_IP=0 \
+    POINTHOOK_STORAGE_PATH="$dir/before.db" \
+    POINTHOOK_SERVER_LISTEN=127.0.0.1:8096 RUST_LOG=warn \
+    "$BEFORE" serve --config sample-config.toml >"$dir/before.log" 2>&1 &
+  pids+=($!); before=$!
+fi
 sleep 1.5
 # A server that could not bind (a port already taken) has exited: the load
 # would then measure whatever holds the port.
-for name in noop anchor pointhook; do
+for name in noop anchor pointhook ${before:+before}; do
   kill -0 "${!name}" 2>/dev/null || {
     echo "ack-ratio: the $name server exited at start (is a port of 8097-8099 taken?):" >&2
     head -n 3 "$dir/$name.log" >&2
@@ -54,15 +65,26 @@ measure() {
        "$(grep -o 'total=[0-9.]*' <<<"$out" | cut -d= -f2)"
 }
 
-printf '%-6s %18s %18s %18s %9s %9s\n' round 'no-op/s (us/req)' 'anchor/s (us/req)' 'pointhook/s (us/req)' '% no-op' '% anchor'
+printf '%-6s %18s %18s %20s %9s %9s' round 'no-op/s (us/req)' 'anchor/s (us/req)' 'pointhook/s (us/req)' '% no-op' '% anchor'
+[[ -n $before ]] && printf ' %20s %9s' 'before/s (us/req)' '% anchor'
+echo
 for r in $(seq "$rounds"); do
   read -r n nc < <(measure 8099 "$noop")
   read -r a ac < <(measure 8098 "$anchor")
   read -r p pc < <(measure 8097 "$pointhook")
   of_noop=$(( 100 * p / n )); of_anchor=$(( 100 * p / a ))
-  echo "$of_noop $of_anchor" >>"$dir/shares"
-  printf '%-6s %18s %18s %18s %9s %9s\n' "$r" "$n ($nc)" "$a ($ac)" "$p ($pc)" "$of_noop" "$of_anchor"
+  printf '%-6s %18s %18s %20s %9s %9s' "$r" "$n ($nc)" "$a ($ac)" "$p ($pc)" "$of_noop" "$of_anchor"
+  b_of_anchor=0
+  if [[ -n $before ]]; then
+    read -r b bc < <(measure 8096 "$before")
+    b_of_anchor=$(( 100 * b / a ))
+    printf ' %20s %9s' "$b ($bc)" "$b_of_anchor"
+  fi
+  echo
+  echo "$of_noop $of_anchor $b_of_anchor" >>"$dir/shares"
 done
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 echo "median: pointhook = $(cut -d' ' -f1 "$dir/shares" | median) % of the no-op server," \
-     "$(cut -d' ' -f2 "$dir/shares" | median) % of the group-commit server (target: >= 50 % of the no-op server)"
+     "$(cut -d' ' -f2 "$dir/shares" | median) % of the group-commit server (target: >= 80 %)"
+[[ -n $before ]] && echo "median: before = $(cut -d' ' -f3 "$dir/shares" | median) % of the group-commit server"
+exit 0

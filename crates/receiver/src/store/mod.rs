@@ -177,6 +177,7 @@ mod event_rows;
 mod failures;
 pub mod holds;
 mod inspect;
+mod jobs;
 mod maintenance;
 pub mod migrations;
 mod order_reads;
@@ -356,11 +357,6 @@ impl Store {
         on!(self, b => b.lease_jobs(now, lease_ms, take).await)
     }
 
-    /// `false`: the lease is no longer this run's.
-    pub async fn renew_lease(&self, job: LeasedJob, until: i64) -> Result<bool, StoreError> {
-        on!(self, b => b.renew_lease(job, until).await)
-    }
-
     /// Records how a run ended, with the API calls it made, if it still
     /// holds its lease.
     pub async fn finish_job(
@@ -402,11 +398,6 @@ impl Store {
         }
     }
 
-    /// Interrupted by shutdown: pending again, the attempt not counted.
-    pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
-        on!(self, b => b.release_job(job, now).await)
-    }
-
     /// How a merchant order stands for one fraud alert: (released, the
     /// alert's block stands).
     pub async fn block_state(
@@ -416,12 +407,6 @@ impl Store {
         alert: String,
     ) -> Result<(bool, bool), StoreError> {
         on!(self, b => b.block_state(account, order, alert).await)
-    }
-
-    /// Whether another delivery carries the same signature as this one: a
-    /// replayed signature authenticates nothing.
-    pub async fn signature_seen_elsewhere(&self, delivery_id: i64) -> Result<bool, StoreError> {
-        on!(self, b => b.signature_seen_elsewhere(delivery_id).await)
     }
 
     /// Leadership of once-per-deployment work for as long as it is held:

@@ -279,10 +279,6 @@ impl PgStore {
         work::lease(&self.client().await?, now, lease_ms, take).await
     }
 
-    pub async fn renew_lease(&self, job: LeasedJob, until: i64) -> Result<bool, StoreError> {
-        work::renew(&self.client().await?, &job, until).await
-    }
-
     pub async fn finish_job(
         &self,
         job: LeasedJob,
@@ -327,15 +323,10 @@ impl PgStore {
         Ok(Finish::Recorded(emitted))
     }
 
-    pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
-        let mut c = self.client().await?;
-        let tx = c.transaction().await?;
-        work::release(&tx, &job, now).await?;
-        tx.commit().await?;
-        // Released as this instance stops: another one takes it now
-        // rather than at its next poll.
+    /// Tells the other instances at once that a job is pending again (one
+    /// released as this instance stops, when its listener may not send).
+    pub async fn wake_jobs_now(&self) {
         self.wake_now(Channel::Jobs).await;
-        Ok(())
     }
 
     /// The sweeper's lock, if no other instance holds it.

@@ -269,17 +269,4 @@ impl PgStore {
         self.wake_outboxes(&emitted, &rules).await;
         Ok((answer, emitted))
     }
-
-    /// Whether another delivery carries the same signature as
-    /// `delivery_id` (a replay): one seek of the signatures' index.
-    pub async fn signature_seen_elsewhere(&self, delivery_id: i64) -> Result<bool, StoreError> {
-        let sql = "SELECT EXISTS (SELECT 1 FROM deliveries o, deliveries d
-                    WHERE d.id = $1 AND d.signature_key IS NOT NULL
-                      AND o.signature_key = d.signature_key AND o.id != d.id)";
-        let c = self.client().await?;
-        let row = c
-            .query_one(&prepared(&c, sql).await?, &[&delivery_id])
-            .await?;
-        Ok(row.try_get(0)?)
-    }
 }

@@ -297,24 +297,6 @@ fn leased_job(r: &Row) -> Result<Option<LeasedJob>, StoreError> {
 
 const FENCE: &str = "id = $1 AND attempts = $2 AND state = ";
 
-pub async fn renew(
-    tx: &impl GenericClient,
-    job: &LeasedJob,
-    until: i64,
-) -> Result<bool, StoreError> {
-    Ok(tx
-        .execute(
-            &prepared(
-                tx,
-                &format!("UPDATE jobs SET lease_until = $3 WHERE {FENCE}{RUNNING}"),
-            )
-            .await?,
-            &[&job.id, &(job.attempt as i32), &until],
-        )
-        .await?
-        == 1)
-}
-
 /// Whether the job still runs under this run's lease (and locks it).
 pub async fn holds_lease(tx: &Transaction<'_>, job: &LeasedJob) -> Result<bool, StoreError> {
     Ok(tx
@@ -461,22 +443,4 @@ pub async fn finish(
         None => Vec::new(),
     };
     Ok((Finish::Recorded(emitted), state == JobState::Pending))
-}
-
-/// Interrupted by shutdown: pending again, the attempt not counted.
-pub async fn release(tx: &Transaction<'_>, job: &LeasedJob, now: i64) -> Result<(), StoreError> {
-    tx.execute(
-        &prepared(
-            tx,
-            &format!(
-                "UPDATE jobs SET state = {PENDING}, attempts = greatest(attempts - 1, 0),
-                 lease_until = NULL, run_at = $3, updated_at = $3
-             WHERE {FENCE}{RUNNING}"
-            ),
-        )
-        .await?,
-        &[&job.id, &(job.attempt as i32), &now],
-    )
-    .await?;
-    Ok(())
 }

@@ -143,18 +143,3 @@ pub(super) fn enqueue(
     conn.prepare_cached("SELECT id FROM jobs WHERE account = ?1 AND job_key = ?2")?
         .query_row(params![account, job.key], |r| r.get(0))
 }
-
-/// Whether another delivery carries the same signature (`ts` and `v1`) as
-/// `delivery_id`: a signature seen twice was replayed, and authenticates
-/// nothing. One seek of the signatures' index.
-pub(super) fn signature_seen_elsewhere(
-    conn: &Connection,
-    delivery_id: i64,
-) -> rusqlite::Result<bool> {
-    conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM deliveries o, deliveries d
-          WHERE d.id = ?1 AND d.signature_key IS NOT NULL
-            AND o.signature_key = d.signature_key AND o.id != d.id)",
-    )?
-    .query_row([delivery_id], |r| r.get(0))
-}

@@ -100,14 +100,6 @@ static LEASE: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// `false`: the lease is no longer this run's.
-pub(super) fn renew(conn: &Connection, job: &LeasedJob, until: i64) -> rusqlite::Result<bool> {
-    Ok(conn.execute(
-        "UPDATE jobs SET lease_until = ?3 WHERE id = ?1 AND attempts = ?2 AND state = ?4",
-        params![job.id, job.attempt, until, JobState::Running],
-    )? == 1)
-}
-
 /// Whether the job is still running under this run's lease.
 pub(super) fn holds_lease(conn: &Connection, job: &LeasedJob) -> rusqlite::Result<bool> {
     Ok(rerun_if_held(conn, job)?.is_some())
@@ -211,23 +203,6 @@ pub(super) fn finish(
             Ok((Finish::Recorded(Vec::new()), rerun))
         }
     }
-}
-
-/// Interrupted by shutdown: pending again, and the attempt does not count.
-pub(super) fn release(conn: &Connection, job: &LeasedJob, now: i64) -> rusqlite::Result<()> {
-    conn.execute(
-        "UPDATE jobs SET state = ?4, attempts = max(attempts - 1, 0), lease_until = NULL,
-             run_at = ?5, updated_at = ?5
-         WHERE id = ?1 AND attempts = ?2 AND state = ?3",
-        params![
-            job.id,
-            job.attempt,
-            JobState::Running,
-            JobState::Pending,
-            now
-        ],
-    )?;
-    Ok(())
 }
 
 /// When the next pending job is due, if there is one.

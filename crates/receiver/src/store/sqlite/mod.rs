@@ -229,10 +229,6 @@ impl SqliteStore {
         .await
     }
 
-    pub async fn renew_lease(&self, job: LeasedJob, until: i64) -> Result<bool, StoreError> {
-        self.write(move |c| jobs::renew(c, &job, until)).await
-    }
-
     pub async fn finish_job(
         &self,
         job: LeasedJob,
@@ -261,10 +257,6 @@ impl SqliteStore {
         .await
     }
 
-    pub async fn release_job(&self, job: LeasedJob, now: i64) -> Result<(), StoreError> {
-        self.write(move |c| jobs::release(c, &job, now)).await
-    }
-
     pub async fn block_state(
         &self,
         account: String,
@@ -272,11 +264,6 @@ impl SqliteStore {
         alert: String,
     ) -> Result<(bool, bool), StoreError> {
         self.read(move |c| decisions::block_state(c, &account, &order, &alert))
-            .await
-    }
-
-    pub async fn signature_seen_elsewhere(&self, delivery_id: i64) -> Result<bool, StoreError> {
-        self.read(move |c| deliveries::signature_seen_elsewhere(c, delivery_id))
             .await
     }
 
