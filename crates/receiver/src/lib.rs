@@ -45,4 +45,4 @@ pub use app::{App, Options};
 pub use pointhook_rules::{self as rules, domain};
 
 #[cfg(test)]
-mod rules_tests;
+mod tests;

@@ -3,7 +3,7 @@
 //! or HTTP crate, so the compiler keeps every rule free of I/O. The
 //! receiver re-exports the two halves as `pointhook::domain` and
 //! `pointhook::rules`, and its tests read fixtures through the platform's
-//! wire format (`crates/receiver/src/rules_tests/`).
+//! wire format (`crates/receiver/src/tests/`).
 //!
 //! [`domain`]: typed ids, stored states, decisions and guards, the
 //! platform's resources as the rules read them.

@@ -1,4 +1,4 @@
--- 17: fraud reviews are holds of kind `fraud_review` (one way for a
+-- 20: fraud reviews are holds of kind `fraud_review` (one way for a
 -- person to decide): each review moves into `holds` under its alert's
 -- subject for its round, what it is about kept as its evidence, and the
 -- view `fraud_reviews` reads them back as they were (the numbers of
