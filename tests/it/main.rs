@@ -46,6 +46,7 @@ mod readme;
 mod reconcile;
 mod robustness;
 mod sdk_orders;
+mod search;
 mod signatures;
 mod smtp;
 mod store;

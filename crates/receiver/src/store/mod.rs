@@ -178,6 +178,7 @@ pub mod holds;
 mod inspect;
 mod maintenance;
 mod order_reads;
+mod order_refs;
 mod outbox;
 mod outbox_reads;
 mod reconcile;

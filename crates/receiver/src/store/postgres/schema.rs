@@ -420,6 +420,15 @@ const MIGRATIONS: &[&str] = &[
     WHERE state = 1 OR EXISTS (SELECT 1 FROM outbox o WHERE o.destination = name AND o.state = 2);
     CREATE INDEX outbox_state ON outbox (state, next_attempt_at, seq);
     CREATE INDEX outbox_queued ON outbox (destination, queued_at);
+    "#, // 16: what each order is known by (as SQLite's 20).
+    r#"
+    CREATE TABLE order_refs (
+        account TEXT NOT NULL,
+        kind    TEXT NOT NULL,
+        value   TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        PRIMARY KEY (account, value, kind, subject)
+    );
     "#,
 ];
 

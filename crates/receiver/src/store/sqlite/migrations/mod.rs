@@ -494,6 +494,17 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_state ON outbox (state, next_attempt_at);
     CREATE INDEX outbox_queued ON outbox (destination, queued_at);
     "#,
+    // 20: what each order is known by (`domain::refs`), kept when it is
+    // decided, so a search finds it by any reference whatever was told.
+    r#"
+    CREATE TABLE order_refs (
+        account TEXT NOT NULL,
+        kind    TEXT NOT NULL,
+        value   TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        PRIMARY KEY (account, value, kind, subject)
+    ) STRICT, WITHOUT ROWID;
+    "#,
 ];
 
 /// The schema version this build writes.
