@@ -57,6 +57,25 @@ async function eventNamesDestinations(page, width) {
   await page.screenshot({ path: `${shots}/event-${width}.png`, fullPage: true });
 }
 
+// On the event page just opened: deliver again goes where it failed, not
+// to the destination that took it.
+async function deliverAgainWhereFailed(page, width) {
+  const eventUrl = page.url();
+  const erpBefore = (await page.locator('main').textContent()).match(/(\d+) attempt\(s\) at erp/);
+  check(erpBefore, `no attempts at erp on ${eventUrl}`);
+  const defaultBefore = (await page.locator('main').textContent()).match(/(\d+) attempt\(s\) at default/);
+  await Promise.all([page.waitForURL(/done=/), page.getByRole('button', { name: /Deliver again where it gave up or failed/ }).click()]);
+  await page.waitForTimeout(2000);
+  await page.goto(eventUrl);
+  const main = await page.locator('main').textContent();
+  const erpAfter = main.match(/(\d+) attempt\(s\) at erp/);
+  check(erpAfter && erpAfter[1] === erpBefore[1], `deliver again sent to erp, which took the event: ${erpBefore[1]} then ${erpAfter && erpAfter[1]} attempts`);
+  const defaultAfter = main.match(/(\d+) attempt\(s\) at default/);
+  check(defaultAfter && Number(defaultAfter[1]) > Number(defaultBefore[1]), `deliver again did not send to default, which failed it`);
+  check(main.includes('pending again, same id, at default'), `the audit on the event does not say where it went: ${main.slice(-400)}`);
+  await page.screenshot({ path: `${shots}/event-again-${width}.png`, fullPage: true });
+}
+
 // A held order found by its external reference (the merchant's own name).
 async function foundByReference(page, width) {
   await page.goto(`${base}/`);
@@ -186,11 +205,12 @@ async function noSideways(page, path) {
   await d.screenshot({ path: `${shots}/order-desktop.png`, fullPage: true });
   await foundByReference(d, 1400);
   await eventNamesDestinations(d, 1400);
+  await deliverAgainWhereFailed(d, 1400);
   await d.goto(`${base}/destinations/default`);
   await d.screenshot({ path: `${shots}/destination-1400.png`, fullPage: true });
   await healthReads(d, 1400);
   await d.goto(`${base}/fraud-reviews`);
   await d.screenshot({ path: `${shots}/fraud-reviews-1400.png`, fullPage: true });
-  console.log('console: signed in, confirmed, dismissed (asked twice), listed the reviews, retried a group, searched (by payment and external reference), attempts by destination, since kept after enable, /health readable at 390 and 1400 px, fits 390 px, works without JavaScript, refuses a forged form');
+  console.log('console: signed in, confirmed, dismissed (asked twice), listed the reviews, retried a group, searched (by payment and external reference), attempts by destination, deliver again only where it failed, since kept after enable, /health readable at 390 and 1400 px, fits 390 px, works without JavaScript, refuses a forged form');
   await browser.close();
 })().catch((e) => { console.error(e.message); process.exit(1); });
