@@ -2,7 +2,7 @@
 // scripts/console-browser.sh with the admin URL, the screenshot folder
 // and the two orders (with their payments) it prepared.
 const { chromium } = require('playwright-core');
-const [base, shots, order1, pay1, order2, pay2] = process.argv.slice(2);
+const [base, shots, order1, pay1, order2, pay2, ref1] = process.argv.slice(2);
 const NAME = 'ana';
 const PASSWORD = 'a long enough password';
 
@@ -42,6 +42,48 @@ async function healthReads(page, width) {
   await page.screenshot({ path: `${shots}/health-${width}.png`, fullPage: true });
 }
 
+// An event's page: its attempts grouped under each destination's name.
+async function eventNamesDestinations(page, width) {
+  await page.goto(`${base}/events`);
+  const link = page.locator('a[href^="/events/evt_"]').first();
+  check(await link.count() > 0, `/events at ${width} px lists no event`);
+  await Promise.all([page.waitForURL(/\/events\/evt_/), link.click()]);
+  const main = await page.locator('main').textContent();
+  check(main.includes('Delivery attempts, by destination'), `the event page at ${width} px has no attempts by destination`);
+  check(!main.includes('the fulfillment URL'), `the event page at ${width} px names "the fulfillment URL"`);
+  for (const name of ['default', 'erp']) {
+    check(new RegExp(`attempt\\(s\\) at ${name}`).test(main), `the event page at ${width} px has no attempts at ${name}: ${main.slice(0, 600)}`);
+  }
+  await page.screenshot({ path: `${shots}/event-${width}.png`, fullPage: true });
+}
+
+// On the event page just opened: deliver again goes where it failed, not
+// to the destination that took it.
+async function deliverAgainWhereFailed(page, width) {
+  const eventUrl = page.url();
+  const erpBefore = (await page.locator('main').textContent()).match(/(\d+) attempt\(s\) at erp/);
+  check(erpBefore, `no attempts at erp on ${eventUrl}`);
+  const defaultBefore = (await page.locator('main').textContent()).match(/(\d+) attempt\(s\) at default/);
+  await Promise.all([page.waitForURL(/done=/), page.getByRole('button', { name: /Deliver again where it gave up or failed/ }).click()]);
+  await page.waitForTimeout(2000);
+  await page.goto(eventUrl);
+  const main = await page.locator('main').textContent();
+  const erpAfter = main.match(/(\d+) attempt\(s\) at erp/);
+  check(erpAfter && erpAfter[1] === erpBefore[1], `deliver again sent to erp, which took the event: ${erpBefore[1]} then ${erpAfter && erpAfter[1]} attempts`);
+  const defaultAfter = main.match(/(\d+) attempt\(s\) at default/);
+  check(defaultAfter && Number(defaultAfter[1]) > Number(defaultBefore[1]), `deliver again did not send to default, which failed it`);
+  check(main.includes('pending again, same id, at default'), `the audit on the event does not say where it went: ${main.slice(-400)}`);
+  await page.screenshot({ path: `${shots}/event-again-${width}.png`, fullPage: true });
+}
+
+// A held order found by its external reference (the merchant's own name).
+async function foundByReference(page, width) {
+  await page.goto(`${base}/`);
+  await page.getByLabel('Find an order by any id').fill(ref1);
+  await Promise.all([page.waitForURL(new RegExp(`/orders/${order1}`)), page.getByRole('button', { name: 'Find' }).click()]);
+  await page.screenshot({ path: `${shots}/found-by-reference-${width}.png`, fullPage: true });
+}
+
 async function noSideways(page, path) {
   await page.goto(`${base}${path}`);
   const [scroll, client] = await page.evaluate(() => [
@@ -61,6 +103,18 @@ async function noSideways(page, path) {
   const page = await phone.newPage();
   await signIn(page);
   await page.screenshot({ path: `${shots}/inbox.png`, fullPage: true });
+  await foundByReference(page, 390);
+  await eventNamesDestinations(page, 390);
+
+  // Disabled, then enabled here: the recover form keeps the failure's
+  // start as its since.
+  await page.goto(`${base}/destinations/default`);
+  await Promise.all([page.waitForLoadState(), page.locator('#enable-default').click()]);
+  await page.goto(`${base}/destinations/default`);
+  const since = await page.locator('#since-default').inputValue();
+  check(/^\d{4}-\d\d-\d\d/.test(since), `after enable the recover form's since is "${since}"`);
+  await page.screenshot({ path: `${shots}/destination-recover-390.png`, fullPage: true });
+  await page.goto(`${base}/`);
 
   // The first held review, found in the inbox: what confirming does, the
   // second confirmation naming the refund, then done.
@@ -146,11 +200,17 @@ async function noSideways(page, path) {
   const desk = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const d = await desk.newPage();
   await signIn(d);
+  await d.screenshot({ path: `${shots}/inbox-1400.png`, fullPage: true });
   await d.goto(`${base}/orders/${order1}`);
   await d.screenshot({ path: `${shots}/order-desktop.png`, fullPage: true });
+  await foundByReference(d, 1400);
+  await eventNamesDestinations(d, 1400);
+  await deliverAgainWhereFailed(d, 1400);
+  await d.goto(`${base}/destinations/default`);
+  await d.screenshot({ path: `${shots}/destination-1400.png`, fullPage: true });
   await healthReads(d, 1400);
   await d.goto(`${base}/fraud-reviews`);
   await d.screenshot({ path: `${shots}/fraud-reviews-1400.png`, fullPage: true });
-  console.log('console: signed in, confirmed, dismissed (asked twice), listed the reviews, retried a group, searched, /health readable at 390 and 1400 px, fits 390 px, works without JavaScript, refuses a forged form');
+  console.log('console: signed in, confirmed, dismissed (asked twice), listed the reviews, retried a group, searched (by payment and external reference), attempts by destination, deliver again only where it failed, since kept after enable, /health readable at 390 and 1400 px, fits 390 px, works without JavaScript, refuses a forged form');
   await browser.close();
 })().catch((e) => { console.error(e.message); process.exit(1); });

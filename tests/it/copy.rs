@@ -109,6 +109,11 @@ async fn fill(location: &Location) {
                 payment: PaymentId::parse(&order).unwrap(),
                 order: PlatformOrderId::parse("ORD01JQ4S4KY8HWQ6NA5PXB65B3D3").unwrap(),
             }],
+            refs: vec![pointhook::domain::OrderRef {
+                subject: format!("merchant_order:{order}"),
+                kind: pointhook::domain::RefKind::ExternalReference,
+                value: format!("ref-{order}"),
+            }],
         };
         if order.ends_with('7') {
             effects.decisions[0] = Decision {

@@ -47,6 +47,7 @@ mod readme;
 mod reconcile;
 mod robustness;
 mod sdk_orders;
+mod search;
 mod signatures;
 mod smtp;
 mod store;

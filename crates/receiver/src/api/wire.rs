@@ -35,6 +35,10 @@ pub struct Payment {
     pub order: Option<OrderRef>,
     #[serde(default)]
     pub date_last_updated: Option<String>,
+    /// Who paid, read loosely: only its e-mail is used (a reference a
+    /// person searches by), and no shape of it fails the payment.
+    #[serde(default)]
+    pub payer: Option<serde_json::Value>,
 }
 
 /// The order a payment belongs to: a merchant order of this platform
@@ -238,6 +242,10 @@ impl From<Payment> for domain::Payment {
             refunded: p.transaction_amount_refunded,
             currency: p.currency_id,
             external_reference: p.external_reference,
+            payer_email: p
+                .payer
+                .as_ref()
+                .and_then(|v| v.get("email")?.as_str().map(str::to_string)),
             merchant_order,
             last_updated: p.date_last_updated,
         }

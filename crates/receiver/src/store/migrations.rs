@@ -30,6 +30,7 @@ pub const STEPS: &[&str] = &[
     "a decision's subject in its two parts (kind, id)",
     "when each event failed at a destination; since when a destination has something to recover",
     "fraud reviews become holds of kind fraud_review (the view fraud_reviews reads them back)",
+    "what each order is known by (its references), kept when it is decided, for search",
 ];
 
 /// PostgreSQL's step for SQLite's step `sqlite` (both from 1).

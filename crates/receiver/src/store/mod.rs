@@ -181,6 +181,7 @@ mod jobs;
 mod maintenance;
 pub mod migrations;
 mod order_reads;
+mod order_refs;
 mod outbox;
 mod outbox_reads;
 mod reconcile;

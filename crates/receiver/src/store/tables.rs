@@ -240,6 +240,17 @@ pub const TABLES: &[Table] = &[
         generated_id: false,
     },
     Table {
+        name: "order_refs",
+        columns: &[
+            ("account", Text),
+            ("kind", Text),
+            ("value", Text),
+            ("subject", Text),
+        ],
+        order_by: Some("account, value, kind, subject"),
+        generated_id: false,
+    },
+    Table {
         name: "holds",
         columns: &[
             ("id", I64),

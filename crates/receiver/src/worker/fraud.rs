@@ -6,7 +6,7 @@
 use super::JobError;
 use super::ctx::Ctx;
 use crate::api::error::{ApiError, ErrorClass};
-use crate::domain::{Effects, FraudAlert};
+use crate::domain::{Effects, FraudAlert, refs};
 use crate::rules::fraud::{self as plan, BlockSeen, Lookup, Saga, Step, Undone};
 use crate::store::LeasedJob;
 
@@ -74,7 +74,18 @@ pub(super) async fn run(
                     .iter()
                     .find_map(|m| m.order().cloned())
                     .ok_or_else(|| JobError::unprocessable("a block that names no order"))?;
-                ctx.record(job, Effects::one(decision)).await?;
+                // What the order is known by, kept with its block: a
+                // search finds the order a fraud alert stopped.
+                let refs = match (&saga.order, &saga.payment) {
+                    (Lookup::Found(o), p) => refs::of_merchant_order(o, found_value(p)),
+                    (_, Lookup::Found(p)) => refs::of_payment(p),
+                    _ => Vec::new(),
+                };
+                let effects = Effects {
+                    refs,
+                    ..Effects::one(decision)
+                };
+                ctx.record(job, effects).await?;
                 let (released, blocked_by_alert) = ctx
                     .store
                     .block_state(job.account.clone(), order.to_string(), saga.subject())
@@ -124,6 +135,13 @@ fn found<T>(answer: Result<T, ApiError>, job: &LeasedJob) -> Result<Lookup<T>, J
         Ok(v) => Ok(Lookup::Found(v)),
         Err(ApiError::NotFound { .. }) => Ok(Lookup::Missing),
         Err(e) => Err(JobError::from_api(e, job)),
+    }
+}
+
+fn found_value<T>(lookup: &Lookup<T>) -> Option<&T> {
+    match lookup {
+        Lookup::Found(v) => Some(v),
+        _ => None,
     }
 }
 

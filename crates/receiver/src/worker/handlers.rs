@@ -7,6 +7,7 @@ use pointhook_common::money::Overflow;
 
 use super::JobError;
 use super::ctx::Ctx;
+use crate::domain::refs;
 use crate::domain::{
     ChargebackId, Effects, IntentId, MerchantOrderId, OrderPayment, PaymentId, PlatformOrderId,
     Work,
@@ -42,6 +43,7 @@ async fn payment(ctx: &Ctx<'_>, job: &LeasedJob, id: &PaymentId) -> Result<Effec
         .await
         .map_err(api_err)?;
     let mut effects = Effects::one(rules::payment::updated(&payment));
+    effects.refs = refs::of_payment(&payment);
     let Some(order_id) = payment.merchant_order.clone() else {
         return Ok(effects);
     };
@@ -61,6 +63,7 @@ async fn payment(ctx: &Ctx<'_>, job: &LeasedJob, id: &PaymentId) -> Result<Effec
         .map_err(overflow(format!("merchant order {order_id}")))?;
     effects.decisions.extend(order_effects.decisions);
     effects.orders.extend(order_effects.orders);
+    effects.refs = refs::of_merchant_order(&order, Some(&payment));
     Ok(effects)
 }
 
@@ -74,7 +77,10 @@ async fn merchant_order(
         .merchant_order(ctx.calls, &job.account, id)
         .await
         .map_err(|e| JobError::from_api(e, job))?;
-    rules::release::order_effects(&order).map_err(overflow(format!("merchant order {id}")))
+    let mut effects =
+        rules::release::order_effects(&order).map_err(overflow(format!("merchant order {id}")))?;
+    effects.refs = refs::of_merchant_order(&order, None);
+    Ok(effects)
 }
 
 async fn chargeback(
@@ -139,12 +145,15 @@ async fn intent(ctx: &Ctx<'_>, job: &LeasedJob, id: &IntentId) -> Result<Effects
         })?;
     }
     match rules::intent::intent(state, payment.as_ref().map(|p| &p.status)) {
-        IntentDecision::Decided(outcome) => Ok(Effects::one(rules::intent::decision(
-            &intent,
-            state,
-            payment.as_ref(),
-            outcome,
-        ))),
+        IntentDecision::Decided(outcome) => Ok(Effects {
+            refs: refs::of_intent(&intent, payment.as_ref()),
+            ..Effects::one(rules::intent::decision(
+                &intent,
+                state,
+                payment.as_ref(),
+                outcome,
+            ))
+        }),
         IntentDecision::Wait(reason) => {
             Err(JobError::waiting(format!("payment intent {id}: {reason}")))
         }
@@ -214,6 +223,7 @@ async fn platform_order(
     Ok(Effects {
         decisions,
         order_payments: payments,
+        refs: refs::of_platform_order(&order),
         ..Effects::default()
     })
 }

@@ -98,6 +98,8 @@ pub struct Effects {
     pub orders: Vec<OrderSeen>,
     /// The classic payments behind an order of the Orders API, as read.
     pub order_payments: Vec<OrderPayment>,
+    /// What the orders read are known by (`refs`), kept with them.
+    pub refs: Vec<super::OrderRef>,
 }
 
 impl Effects {

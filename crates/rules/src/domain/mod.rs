@@ -3,7 +3,8 @@
 //! (`platform`), the work a notification asks for (`work`), what a job
 //! decides (`decision`), why a job failed (`failure`), what the decision
 //! kernel is given and answers (`verdict`), what a decision is about
-//! (`subject`), holds for a person (`holds`); what needs a person
+//! (`subject`), holds for a person (`holds`), what an order is known by
+//! (`refs`); what needs a person
 //! (`attention`) and what the audit records of a person's actions
 //! (`audit`).
 
@@ -14,6 +15,7 @@ pub mod failure;
 pub mod holds;
 pub mod ids;
 pub mod platform;
+pub mod refs;
 pub mod states;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod stored;
@@ -32,6 +34,7 @@ pub use ids::{
     ChargebackId, Id, IdError, IdKind, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,
     ResourceId, kinds,
 };
+pub use refs::{OrderRef, RefKind};
 pub use states::{
     DestinationState, EventState, HoldState, IntentState, JobKind, JobState, Kind, Lane, Review,
     SignatureStatus, UnauthenticatedAlerts,

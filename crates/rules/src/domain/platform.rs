@@ -69,6 +69,8 @@ pub struct Payment {
     pub refunded: Option<Money>,
     pub currency: Option<String>,
     pub external_reference: Option<String>,
+    /// The payer's e-mail, as the API gave it.
+    pub payer_email: Option<String>,
     /// The merchant order of this platform it belongs to (a payment of a
     /// marketplace order, or of none, has none).
     pub merchant_order: Option<MerchantOrderId>,

@@ -58,9 +58,24 @@ pub(super) fn reject(s: &Saga, reason: &str) -> Decision {
     }
 }
 
+/// `order.blocked`'s data: the alert's facts and the order's external
+/// reference as the API gave it (the merchant's own name for the order).
+fn blocked_data(s: &Saga, v: &Verified<'_>) -> Value {
+    let payment = v.payment.map(|p| p.id.clone());
+    let mut data = data(s, Some(&v.order), payment.as_ref());
+    let reference = match &s.order {
+        super::saga::Lookup::Found(o) => o.external_reference.as_deref(),
+        _ => None,
+    }
+    .or(v.payment.and_then(|p| p.external_reference.as_deref()));
+    if let Some(reference) = reference {
+        data["external_reference"] = Value::from(reference);
+    }
+    data
+}
+
 /// The order is blocked by this alert (never released while it stands).
 pub(super) fn block(s: &Saga, v: &Verified<'_>) -> Decision {
-    let payment = v.payment.map(|p| p.id.clone());
     let mut guards = vec![Guard::OrderNotReleased(v.order.clone())];
     // A person's confirmation is not counted against the brake.
     let unauthenticated = !s.authenticated && s.standing() != Standing::Confirmed;
@@ -73,7 +88,7 @@ pub(super) fn block(s: &Saga, v: &Verified<'_>) -> Decision {
         subject: format!("merchant_order:{}", v.order),
         key: format!("order.blocked:{}", s.subject()),
         event: EventType::OrderBlocked,
-        data: data(s, Some(&v.order), payment.as_ref()),
+        data: blocked_data(s, v),
         guards,
         marks: vec![Mark::OrderBlocked {
             order: v.order.clone(),

@@ -1,11 +1,13 @@
 //! The console's search box, on either backend: what a text names in any
 //! of the accounts (a merchant order, a payment's order, an intent, an
-//! Orders API order, an external reference's orders).
+//! Orders API order, an external reference's orders), by what each order
+//! is known by (`order_refs`) and by what events told.
 
 use crate::domain::PlatformOrderId;
 use crate::store::StoreError;
 use crate::store::admin_reads::event_order;
 use crate::store::console_views::*;
+use crate::store::order_refs;
 use crate::store::sql::{Conn, sql};
 
 use super::reads::order_state;
@@ -90,6 +92,36 @@ async fn by_reference(c: &Conn<'_>, account: &str, text: &str) -> Result<Vec<Str
     .await
 }
 
+/// What a search shows for `subject`: the order a payment belongs to
+/// when it is known, else the subject itself; `None` for a subject no
+/// search opens.
+async fn subject_found(
+    c: &Conn<'_>,
+    account: &str,
+    subject: &str,
+    matched: &'static str,
+) -> Result<Option<Found>, StoreError> {
+    let Some((kind, id)) = subject.split_once(':') else {
+        return Ok(None);
+    };
+    let (kind, id) = match kind {
+        "merchant_order" => ("merchant_order", id.to_string()),
+        "platform_order" => ("platform_order", id.to_string()),
+        "payment_intent" => ("payment_intent", id.to_string()),
+        "payment" => match order_of_payment(c, account, id).await? {
+            Some(order) => ("merchant_order", order),
+            None => ("payment", id.to_string()),
+        },
+        _ => return Ok(None),
+    };
+    Ok(Some(Found {
+        account: account.to_string(),
+        kind,
+        id,
+        matched,
+    }))
+}
+
 /// A numeric id as the platform writes it: without leading zeros
 /// (`000123` is `123`); `None` when that is the text already.
 fn without_zeros(text: &str) -> Option<&str> {
@@ -142,6 +174,13 @@ async fn search_one(
             id: text.to_string(),
             matched,
         };
+        // What the order is known by, as kept when it was decided (blocked
+        // or not, told or not).
+        for (kind, subject) in order_refs::named_by(c, account, text).await? {
+            if let Some(f) = subject_found(c, account, &subject, kind.label()).await? {
+                add(f, &mut found);
+            }
+        }
         if PlatformOrderId::parse(text).is_ok() {
             if known_subject(c, account, &format!("platform_order:{text}")).await? {
                 add(hit("platform_order", "Orders API order"), &mut found);
@@ -189,29 +228,8 @@ async fn search_one(
             );
         }
         for subject in by_reference(c, account, text).await? {
-            let Some((kind, id)) = subject.split_once(':') else {
-                continue;
-            };
-            let named = match kind {
-                "merchant_order" => Some(("merchant_order", id.to_string())),
-                "platform_order" => Some(("platform_order", id.to_string())),
-                "payment_intent" => Some(("payment_intent", id.to_string())),
-                "payment" => Some(match order_of_payment(c, account, id).await? {
-                    Some(order) => ("merchant_order", order),
-                    None => ("payment", id.to_string()),
-                }),
-                _ => None,
-            };
-            if let Some((kind, id)) = named {
-                add(
-                    Found {
-                        account: account.clone(),
-                        kind,
-                        id,
-                        matched: "external reference",
-                    },
-                    &mut found,
-                );
+            if let Some(f) = subject_found(c, account, &subject, "external reference").await? {
+                add(f, &mut found);
             }
         }
     }

@@ -57,6 +57,7 @@ pub async fn apply(
         )
         .await?;
     }
+    crate::store::order_refs::keep_pg(tx, account, &effects.refs).await?;
     let mut emitted = Vec::new();
     for d in &effects.decisions {
         if let Some(id) = decide(tx, account, job_id, d, now, rules, &mut orders).await? {

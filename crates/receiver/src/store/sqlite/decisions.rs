@@ -52,6 +52,7 @@ pub(super) fn apply(
         )?
         .execute(params![account, p.payment.as_str(), p.order.as_str()])?;
     }
+    crate::store::order_refs::keep_sqlite(conn, account, &effects.refs)?;
     let mut emitted = Vec::new();
     for d in &effects.decisions {
         if let Some(id) = decide(conn, account, Some(job.id), d, now, rules)? {

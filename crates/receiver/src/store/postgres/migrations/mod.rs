@@ -330,6 +330,15 @@ const MIGRATIONS: &[&str] = &[
                CAST(evidence::jsonb ->> 'delivery_id' AS BIGINT) AS delivery_id,
                created_at, decided_at
         FROM holds WHERE kind = 'fraud_review';
+    "#, // 17: what each order is known by (as SQLite's 21).
+    r#"
+    CREATE TABLE order_refs (
+        account TEXT NOT NULL,
+        kind    TEXT NOT NULL,
+        value   TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        PRIMARY KEY (account, value, kind, subject)
+    );
     "#,
 ];
 

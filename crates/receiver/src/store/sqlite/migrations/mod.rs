@@ -394,6 +394,17 @@ const MIGRATIONS: &[&str] = &[
     "#,
     // 20: fraud reviews are holds of kind `fraud_review`.
     include_str!("20_fraud_reviews_are_holds.sql"),
+    // 21: what each order is known by (`domain::refs`), kept when it is
+    // decided, so a search finds it by any reference whatever was told.
+    r#"
+    CREATE TABLE order_refs (
+        account TEXT NOT NULL,
+        kind    TEXT NOT NULL,
+        value   TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        PRIMARY KEY (account, value, kind, subject)
+    ) STRICT, WITHOUT ROWID;
+    "#,
 ];
 
 /// The schema version this build writes.
