@@ -3,7 +3,8 @@
 //! (`platform`), the work a notification asks for (`work`), what a job
 //! decides (`decision`), why a job failed (`failure`), what the decision
 //! kernel is given and answers (`verdict`), what a decision is about
-//! (`subject`), holds for a person (`holds`); what needs a person
+//! (`subject`), holds for a person (`holds`); the inbox's typed items
+//! (`item`); what needs a person
 //! (`attention`) and what the audit records of a person's actions
 //! (`audit`).
 
@@ -13,6 +14,7 @@ pub mod decision;
 pub mod failure;
 pub mod holds;
 pub mod ids;
+pub mod item;
 pub mod platform;
 pub mod states;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -28,6 +30,7 @@ pub use decision::{
 };
 pub use failure::{Failure, FailureClass};
 pub use holds::{HoldAnswer, HoldMark, HoldSeen};
+pub use item::{Item, ItemAction, ItemKey, ItemKind, KindSpec, NotAnItem};
 pub use ids::{
     ChargebackId, Id, IdError, IdKind, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,
     ResourceId, kinds,

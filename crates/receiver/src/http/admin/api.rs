@@ -418,10 +418,9 @@ struct Acknowledge {
 
 /// `{"item": "missed:7" | "at_risk:ACCOUNT:ORDER" | "after_release:ID"}`.
 async fn acknowledge(State(s): State<Shared>, Json(a): Json<Acknowledge>) -> Result<Response> {
-    let known = ["missed:", "at_risk:", "after_release:"]
-        .iter()
-        .any(|p| a.item.starts_with(p));
-    if !known || a.item.len() > 300 {
+    let acknowledged = crate::domain::ItemKey::parse(&a.item)
+        .is_ok_and(|k| k.kind().offers(crate::domain::ItemAction::Acknowledge));
+    if !acknowledged {
         return Err(AdminError::BadRequest(
             "item is missed:ID, at_risk:ACCOUNT:ORDER or after_release:ID".into(),
         ));

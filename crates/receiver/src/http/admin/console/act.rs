@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::super::session::{Operator, csrf_ok};
 use super::{Chrome, inbox};
 use crate::actions::consequence;
+use crate::domain::{ItemAction, ItemKey};
 use crate::http::admin::html::{HtmlError, number, render};
 use crate::http::admin::redirect::{local, see_other};
 use crate::operators::Actor;
@@ -240,11 +241,8 @@ pub async fn acknowledge(
     Form(f): Form<AckForm>,
 ) -> Result<Response, HtmlError> {
     check(&op, &f.csrf)?;
-    let kind = ["missed:", "at_risk:", "after_release:"]
-        .into_iter()
-        .find(|p| f.item.starts_with(p))
-        .ok_or_else(|| HtmlError::bad("nothing of that kind is acknowledged"))?;
-    let detail = acknowledged_what(&s, kind, &f).await?;
+    let key = acknowledgeable(&f.item)?;
+    let detail = acknowledged_what(&s, &key, &f).await?;
     let acted = s
         .actions()
         .acknowledge(
@@ -258,11 +256,19 @@ pub async fn acknowledge(
     Ok(back_to(f.back.as_deref(), "/".into(), acted.audit))
 }
 
+/// The item's key, when its kind is acknowledged.
+pub(super) fn acknowledgeable(item: &str) -> Result<ItemKey, HtmlError> {
+    ItemKey::parse(item)
+        .ok()
+        .filter(|k| k.kind().offers(ItemAction::Acknowledge))
+        .ok_or_else(|| HtmlError::bad("nothing of that kind is acknowledged"))
+}
+
 /// What an acknowledgement is about, in the words of the inbox: the order
 /// or the notification it names, not the inbox's key.
 async fn acknowledged_what(
     s: &super::Shared,
-    kind: &str,
+    key: &ItemKey,
     f: &AckForm,
 ) -> Result<String, HtmlError> {
     let printable = pointhook_common::text::printable;
@@ -273,20 +279,17 @@ async fn acknowledged_what(
             .map(|a| format!(" ({})", printable(a)))
             .unwrap_or_default()
     };
-    Ok(match (kind, order) {
-        ("missed:", _) => {
-            let id = number(&f.item[kind.len()..])?;
-            match s.store.get_delivery(id).await? {
-                Some(d) => format!(
-                    "acknowledge a missed notification: {} {}{}",
-                    printable(&d.summary.topic),
-                    printable(&d.summary.resource_id),
-                    of(Some(&d.summary.account))
-                ),
-                None => format!("acknowledge a missed notification (delivery {id})"),
-            }
-        }
-        ("at_risk:", Some(o)) => format!(
+    Ok(match (key, order) {
+        (ItemKey::Missed(id), _) => match s.store.get_delivery(*id).await? {
+            Some(d) => format!(
+                "acknowledge a missed notification: {} {}{}",
+                printable(&d.summary.topic),
+                printable(&d.summary.resource_id),
+                of(Some(&d.summary.account))
+            ),
+            None => format!("acknowledge a missed notification (delivery {id})"),
+        },
+        (ItemKey::AtRisk { .. }, Some(o)) => format!(
             "acknowledge merchant order {}{} at risk",
             printable(o),
             of(account)
@@ -296,7 +299,7 @@ async fn acknowledged_what(
             printable(o),
             of(account)
         ),
-        ("at_risk:", None) => "acknowledge an order at risk".into(),
+        (ItemKey::AtRisk { .. }, None) => "acknowledge an order at risk".into(),
         _ => "acknowledge an order released before a fraud alert".into(),
     })
 }
@@ -344,7 +347,7 @@ pub async fn acknowledge_missed(
     );
     let items = missed
         .iter()
-        .map(|m| format!("missed:{}", m.delivery.id))
+        .map(|m| ItemKey::Missed(m.delivery.id).to_string())
         .collect();
     let acted = s
         .actions()
