@@ -31,6 +31,7 @@ mod forgery;
 mod fraud;
 mod holds;
 mod ingest;
+mod items;
 mod limits;
 mod missed;
 mod monitoring;

@@ -10,6 +10,7 @@
 mod acknowledge;
 mod destinations;
 mod holds;
+pub mod items;
 pub mod platform_orders;
 
 pub use holds::hold_does;

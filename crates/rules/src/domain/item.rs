@@ -397,6 +397,9 @@ mod tests {
         assert!(!ItemKind::DeadJobs.offers(ItemAction::Acknowledge));
         assert_eq!(ItemKind::Review.severity(), Severity::Critical);
         assert_eq!(ItemKind::Missed.severity(), Severity::Warning);
-        assert_eq!(ItemKey::parse("missed:4").map(|k| k.kind()), Ok(ItemKind::Missed));
+        assert_eq!(
+            ItemKey::parse("missed:4").map(|k| k.kind()),
+            Ok(ItemKind::Missed)
+        );
     }
 }

@@ -30,11 +30,11 @@ pub use decision::{
 };
 pub use failure::{Failure, FailureClass};
 pub use holds::{HoldAnswer, HoldMark, HoldSeen};
-pub use item::{Item, ItemAction, ItemKey, ItemKind, KindSpec, NotAnItem};
 pub use ids::{
     ChargebackId, Id, IdError, IdKind, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,
     ResourceId, kinds,
 };
+pub use item::{Item, ItemAction, ItemKey, ItemKind, KindSpec, NotAnItem};
 pub use states::{
     DestinationState, EventState, HoldState, IntentState, JobKind, JobState, Kind, Lane, Review,
     SignatureStatus, UnauthenticatedAlerts,

@@ -48,6 +48,7 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/api/timeline/{kind}/{id}", get(timeline))
         .route("/api/jobs/retry", post(retry_jobs))
         .route("/api/acknowledge", post(acknowledge))
+        .merge(super::items_api::routes())
         .route("/metrics", get(metrics))
 }
 

@@ -13,7 +13,8 @@ use serde::Deserialize;
 
 use super::super::session::{Operator, csrf_ok};
 use super::{Chrome, inbox};
-use crate::actions::consequence;
+use crate::actions::items::ActError;
+use crate::actions::{Done, consequence};
 use crate::domain::{ItemAction, ItemKey};
 use crate::http::admin::html::{HtmlError, number, render};
 use crate::http::admin::redirect::{local, see_other};
@@ -151,39 +152,57 @@ pub async fn retry_group(
     Form(f): Form<GroupForm>,
 ) -> Result<Response, HtmlError> {
     check(&op, &f.csrf)?;
-    // The group's hour, read again: each job's failure as it keeps it.
-    let dead = s
-        .store
-        .dead_jobs_between(f.hour, f.hour.saturating_add(inbox::HOUR_MS))
-        .await?;
-    let ids: Vec<i64> = inbox::group(
-        dead.into_iter()
-            .filter(|j| !inbox::is_mismatch(j))
-            .collect(),
-    )
-    .into_iter()
-    .filter(|g| g.class == f.class && g.endpoint == f.endpoint && g.hour == f.hour)
-    .flat_map(|g| g.jobs.into_iter().map(|j| j.id))
-    .collect();
-    if ids.is_empty() {
-        return Err(HtmlError::status(
-            http::StatusCode::CONFLICT,
-            "no dead job is left in that group",
-        ));
-    }
-    let what = format!(
-        "{} on {} between {} and {}",
-        f.class,
-        f.endpoint,
-        pointhook_common::clock::rfc3339(f.hour),
-        pointhook_common::clock::rfc3339(f.hour.saturating_add(3_600_000))
-    );
-    let group = format!("{}/{}/{}", f.class, f.endpoint, f.hour);
     let acted = s
         .actions()
-        .retry_jobs(&Actor::operator(&op.name), ids, &group, &what)
+        .retry_group(&Actor::operator(&op.name), &f.class, &f.endpoint, f.hour)
         .await?;
+    if let Done::Refused(why) = acted.done {
+        return Err(HtmlError::status(http::StatusCode::CONFLICT, &why));
+    }
     Ok(back_to(None, "/".into(), acted.audit))
+}
+
+#[derive(Deserialize)]
+pub struct ItemForm {
+    #[serde(default)]
+    csrf: String,
+    item: String,
+    action: String,
+    sure: Option<String>,
+    back: Option<String>,
+}
+
+/// `/items/act`: one action on one item by its typed key, as the CLI and
+/// the API act. What asks a second time (a review's or a hold's answer)
+/// goes to the item's own page, which asks in its kind's words.
+pub async fn item(
+    State(s): State<super::Shared>,
+    Extension(op): Extension<Operator>,
+    Form(f): Form<ItemForm>,
+) -> Result<Response, HtmlError> {
+    check(&op, &f.csrf)?;
+    let key = ItemKey::parse(&f.item).map_err(|_| HtmlError::bad("no such item"))?;
+    let action = ItemAction::parse(&f.action).ok_or_else(|| HtmlError::bad("no such action"))?;
+    if action.asks_twice() && f.sure.as_deref() != Some("yes") {
+        let page = match &key {
+            ItemKey::Review(id) => format!("/fraud-reviews/{id}"),
+            ItemKey::Hold(id) => format!("/holds/{id}"),
+            _ => "/".into(),
+        };
+        return Ok(see_other(&page));
+    }
+    let acted = s
+        .actions()
+        .act(&Actor::operator(&op.name), &key, action)
+        .await
+        .map_err(|e| match e {
+            ActError::NotOffered { .. } => HtmlError::bad("that item offers no such action"),
+            ActError::Store(e) => e.into(),
+        })?;
+    if let Done::Refused(why) = acted.done {
+        return Err(HtmlError::status(http::StatusCode::CONFLICT, &why));
+    }
+    Ok(back_to(f.back.as_deref(), "/".into(), acted.audit))
 }
 
 /// "Deliver again": to the destinations that gave the event up or failed it.
