@@ -116,6 +116,7 @@ fn item(kind: ItemKind, key: ItemKey, account: Option<&str>, subject: String) ->
         kind,
         key,
         account: account.map(str::to_string),
+        order: None,
         subject,
         text: String::new(),
         evidence: Vec::new(),
@@ -167,7 +168,7 @@ fn hold(h: &HoldSeen) -> Item {
     i
 }
 
-fn flagged(kind: ItemKind, f: &Flagged, what: &str) -> Option<Item> {
+pub fn flagged(kind: ItemKind, f: &Flagged, what: &str) -> Option<Item> {
     let key = ItemKey::parse(&f.item).ok()?;
     let mut i = item(
         kind,
@@ -175,7 +176,7 @@ fn flagged(kind: ItemKind, f: &Flagged, what: &str) -> Option<Item> {
         Some(&f.account),
         order_subject(Some(&f.order_id)),
     );
-    i.text = format!("merchant order {} {what}", f.order_id);
+    i.text = format!("Merchant order {} {what}", f.order_id);
     i.evidence = vec![format!("since {}", f.at)];
     i.path = format!(
         "/orders/{}?account={}&kind=merchant_order",
@@ -251,7 +252,7 @@ fn gave_up(e: &EventSummary) -> Item {
     i
 }
 
-fn missed(m: &Missed) -> Item {
+pub fn missed(m: &Missed) -> Item {
     let d = &m.delivery;
     let mut i = item(
         ItemKind::Missed,
@@ -260,6 +261,7 @@ fn missed(m: &Missed) -> Item {
         format!("{}:{}", d.topic, d.resource_id),
     );
     i.text = format!("{} {}: the platform never sent it", d.topic, d.resource_id);
+    i.subject = format!("{} {}", d.topic, d.resource_id);
     i.evidence = vec![format!(
         "found {}; its job: {}",
         d.received_at,
@@ -342,6 +344,20 @@ impl Actions {
         key: &ItemKey,
         action: ItemAction,
     ) -> Result<Acted<String>, ActError> {
+        let order = key.order().map(|(a, o)| (a.to_string(), o.to_string()));
+        self.act_about(who, key, action, order).await
+    }
+
+    /// `act`, the audit naming the (account, merchant order) the caller
+    /// listed the item with when its key does not name it (an order
+    /// released before a fraud alert is keyed by its decision).
+    pub async fn act_about(
+        &self,
+        who: &Actor,
+        key: &ItemKey,
+        action: ItemAction,
+        order: Option<(String, String)>,
+    ) -> Result<Acted<String>, ActError> {
         let kind = key.kind();
         let offered = kind.offers(action)
             // A destination's key names it whether disabled or failing.
@@ -392,14 +408,8 @@ impl Actions {
                 })
             }
             (_, ItemAction::Acknowledge) => {
-                let (account, order) = key
-                    .order()
-                    .map(|(a, o)| (Some(a.to_string()), Some(o.to_string())))
-                    .unwrap_or_default();
-                let detail = format!(
-                    "acknowledge {}",
-                    pointhook_common::text::printable(&key.to_string())
-                );
+                let detail = self.acknowledged_what(key, order.as_ref()).await?;
+                let (account, order) = order.map(|(a, o)| (Some(a), Some(o))).unwrap_or_default();
                 let acted = self
                     .acknowledge(who, &key.to_string(), account, order, detail)
                     .await?;
@@ -411,6 +421,40 @@ impl Actions {
                     action: action.as_str(),
                 });
             }
+        })
+    }
+
+    /// What an acknowledgement is about, in the inbox's words.
+    async fn acknowledged_what(
+        &self,
+        key: &ItemKey,
+        order: Option<&(String, String)>,
+    ) -> Result<String, StoreError> {
+        let printable = pointhook_common::text::printable;
+        Ok(match key {
+            ItemKey::AtRisk { account, order } => format!(
+                "acknowledge merchant order {} ({}) at risk",
+                printable(order),
+                printable(account)
+            ),
+            ItemKey::Missed(id) => match self.store.get_delivery(*id).await? {
+                Some(d) => format!(
+                    "acknowledge a missed notification: {} {} ({})",
+                    printable(&d.summary.topic),
+                    printable(&d.summary.resource_id),
+                    printable(&d.summary.account)
+                ),
+                None => format!("acknowledge a missed notification (delivery {id})"),
+            },
+            ItemKey::AfterRelease(_) => match order {
+                Some((account, order)) => format!(
+                    "acknowledge merchant order {} ({}) released before a fraud alert",
+                    printable(order),
+                    printable(account)
+                ),
+                None => "acknowledge an order released before a fraud alert".into(),
+            },
+            other => format!("acknowledge {}", printable(&other.to_string())),
         })
     }
 

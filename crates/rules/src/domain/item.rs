@@ -78,6 +78,20 @@ impl ItemAction {
         s.parse().ok()
     }
 
+    /// The words on its button.
+    pub fn label(self) -> &'static str {
+        match self {
+            ItemAction::Acknowledge => "Acknowledge: dealt with",
+            ItemAction::Retry => "Retry",
+            ItemAction::Redeliver => "Deliver again (same id)",
+            ItemAction::Enable => "Enable",
+            ItemAction::Confirm => "Confirm the alert…",
+            ItemAction::Dismiss => "Dismiss: not fraud…",
+            ItemAction::Approve => "Approve…",
+            ItemAction::Reject => "Reject…",
+        }
+    }
+
     /// Whether the console asks a second time before doing it.
     pub fn asks_twice(self) -> bool {
         matches!(
@@ -315,6 +329,8 @@ pub struct Item {
     pub kind: ItemKind,
     pub key: ItemKey,
     pub account: Option<String>,
+    /// The merchant order it is about, when it is about one.
+    pub order: Option<String>,
     /// What it is about (`merchant_order:12`, `job:7`, a destination).
     pub subject: String,
     /// One line for a person.

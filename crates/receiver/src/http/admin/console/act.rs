@@ -168,6 +168,9 @@ pub struct ItemForm {
     csrf: String,
     item: String,
     action: String,
+    /// The account and merchant order the inbox listed it with.
+    account: Option<String>,
+    order: Option<String>,
     sure: Option<String>,
     back: Option<String>,
 }
@@ -191,9 +194,14 @@ pub async fn item(
         };
         return Ok(see_other(&page));
     }
+    let given = |v: Option<String>| v.filter(|v| !v.is_empty());
+    let order = match key.order() {
+        Some((a, o)) => Some((a.to_string(), o.to_string())),
+        None => given(f.account).zip(given(f.order)),
+    };
     let acted = s
         .actions()
-        .act(&Actor::operator(&op.name), &key, action)
+        .act_about(&Actor::operator(&op.name), &key, action, order)
         .await
         .map_err(|e| match e {
             ActError::NotOffered { .. } => HtmlError::bad("that item offers no such action"),

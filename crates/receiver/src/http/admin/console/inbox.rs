@@ -12,11 +12,13 @@ use axum::response::Response;
 
 use super::super::session::Operator;
 use super::{Chrome, Done};
+use crate::actions::items;
 pub use crate::actions::items::{Group, group, is_mismatch};
 use crate::actions::{Consequence, consequence};
+use crate::domain::{Item, ItemKind};
 use crate::http::admin::html::{HtmlError, render};
 use crate::store::DestinationView;
-use crate::store::console_views::{Flagged, Missed, ReviewDetail};
+use crate::store::console_views::ReviewDetail;
 use crate::store::views::{EventSummary, JobSummary};
 
 /// Items of each kind the inbox shows at most.
@@ -27,18 +29,45 @@ pub struct ReviewItem {
     pub c: Consequence,
 }
 
+/// Items of one kind under its heading, rendered by one partial
+/// (`console/items.html`) whatever the kind.
+pub struct Section {
+    pub kind: ItemKind,
+    pub heading: &'static str,
+    pub items: Vec<Item>,
+    /// A form acting on every item at once (path, words), when the kind
+    /// has one and more than one item stands.
+    pub all: Option<(&'static str, String)>,
+}
+
+impl Section {
+    fn of(kind: ItemKind, items: Vec<Item>) -> Option<Section> {
+        let all = (kind == ItemKind::Missed && items.len() > 1).then(|| {
+            (
+                "/acknowledge/missed",
+                format!("Acknowledge all {}", items.len()),
+            )
+        });
+        (!items.is_empty()).then(|| Section {
+            kind,
+            heading: kind.spec().heading,
+            items,
+            all,
+        })
+    }
+}
+
 #[derive(Template)]
 #[template(path = "console/inbox.html")]
 struct InboxPage {
     chrome: Chrome,
     reviews: Vec<ReviewItem>,
     holds: Vec<super::holds::HoldItem>,
-    after_release: Vec<Flagged>,
-    at_risk: Vec<Flagged>,
+    /// The kinds that are only acknowledged, each a section of items.
+    acknowledged: Vec<Section>,
     mismatches: Vec<JobSummary>,
     groups: Vec<Group>,
     dead_events: Vec<EventSummary>,
-    missed: Vec<Missed>,
     destinations: Vec<DestinationView>,
     empty: bool,
 }
@@ -67,25 +96,51 @@ pub async fn page(
         .into_iter()
         .map(super::holds::HoldItem::of)
         .collect();
+    let flagged = |kind, list: &[crate::store::console_views::Flagged], what| {
+        list.iter()
+            .filter_map(|f| items::flagged(kind, f, what))
+            .collect()
+    };
+    let acknowledged: Vec<Section> = [
+        Section::of(
+            ItemKind::AfterRelease,
+            flagged(
+                ItemKind::AfterRelease,
+                &inbox.after_release,
+                "was released before a fraud alert: the goods left; nothing was undone automatically.",
+            ),
+        ),
+        Section::of(
+            ItemKind::AtRisk,
+            flagged(
+                ItemKind::AtRisk,
+                &inbox.at_risk,
+                "is at risk: released, then a chargeback.",
+            ),
+        ),
+        Section::of(
+            ItemKind::Missed,
+            inbox.missed.iter().map(items::missed).collect(),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let empty = reviews.is_empty()
         && holds.is_empty()
-        && inbox.after_release.is_empty()
-        && inbox.at_risk.is_empty()
+        && acknowledged.is_empty()
         && mismatches.is_empty()
         && groups.is_empty()
         && inbox.dead_events.is_empty()
-        && inbox.missed.is_empty()
         && inbox.destinations.is_empty();
     Ok(render(&InboxPage {
         chrome,
         reviews,
         holds,
-        after_release: inbox.after_release,
-        at_risk: inbox.at_risk,
+        acknowledged,
         mismatches,
         groups,
         dead_events: inbox.dead_events,
-        missed: inbox.missed,
         destinations: inbox.destinations,
         empty,
     }))
