@@ -8,6 +8,7 @@
 //! its record) and completed after.
 
 mod acknowledge;
+mod dead_groups;
 mod destinations;
 mod holds;
 pub mod items;
