@@ -19,6 +19,7 @@ mod explain;
 mod fraud;
 mod holds;
 mod inspect;
+mod items;
 mod maintenance;
 mod operators;
 mod orders;
@@ -139,6 +140,9 @@ enum Command {
     /// reject.
     #[command(subcommand)]
     Holds(holds::Holds),
+    /// What needs a person, as typed items, and an action on one.
+    #[command(subcommand)]
+    Items(items::Items),
     /// Who may sign in to the console: add, list, remove, reset.
     #[command(subcommand)]
     Operators(operators::Operators),
@@ -247,6 +251,10 @@ pub fn main() -> ExitCode {
         Command::Holds(cmd) => with_store(
             &config,
             |store| async move { holds::run(&store, cmd).await },
+        ),
+        Command::Items(cmd) => with_store(
+            &config,
+            |store| async move { items::run(&store, cmd).await },
         ),
         Command::Operators(cmd) => {
             with_store(

@@ -32,6 +32,7 @@ mod fraud;
 mod fraud_holds;
 mod holds;
 mod ingest;
+mod items;
 mod limits;
 mod missed;
 mod monitoring;

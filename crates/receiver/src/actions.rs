@@ -8,8 +8,10 @@
 //! its record) and completed after.
 
 mod acknowledge;
+mod dead_groups;
 mod destinations;
 mod holds;
+pub mod items;
 pub mod platform_orders;
 
 pub use holds::hold_does;

@@ -14,8 +14,26 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::domain::ItemKind;
 use crate::store::alert_views::AttentionCounts;
 use crate::store::{DestinationView, Store, StoreError};
+
+/// How many items of `kind` stand, from the store's counts; `None` for
+/// what is counted another way (holds by their own kind, as `hold_<name>`;
+/// a payment that is not its intent's among the dead jobs).
+fn counted(c: &AttentionCounts, kind: ItemKind, disabled: i64, failing: i64) -> Option<i64> {
+    Some(match kind {
+        ItemKind::Review => c.held_reviews,
+        ItemKind::AfterRelease => c.released_before_fraud_alert,
+        ItemKind::AtRisk => c.at_risk,
+        ItemKind::DeadJobs => c.dead_jobs,
+        ItemKind::GaveUp => c.events_given_up,
+        ItemKind::Missed => c.missed,
+        ItemKind::DestinationDisabled => disabled,
+        ItemKind::DestinationFailing => failing,
+        ItemKind::Hold | ItemKind::Mismatch => return None,
+    })
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
@@ -145,18 +163,12 @@ impl Gauges {
             .iter()
             .filter(|d| d.state != "disabled" && d.failing_since.is_some())
             .count() as i64;
-        for (kind, n) in [
-            ("fraud_review_held", c.held_reviews),
-            ("released_before_fraud_alert", c.released_before_fraud_alert),
-            ("order_at_risk", c.at_risk),
-            ("dead_jobs", c.dead_jobs),
-            ("events_given_up", c.events_given_up),
-            ("missed_notifications", c.missed),
-            ("destination_disabled", disabled),
-            ("destination_failing", failing),
-        ] {
-            let kind = kind.to_string();
-            self.items.get_or_create(&KindLabel { kind }).set(n);
+        // Each kind of item, under the gauge label its kind names.
+        for kind in ItemKind::all() {
+            if let Some(n) = counted(&c, kind, disabled, failing) {
+                let kind = kind.spec().gauge.to_string();
+                self.items.get_or_create(&KindLabel { kind }).set(n);
+            }
         }
         // Every kind of hold, `hold_<name>`: 0 when none waits.
         let waiting = store.holds_waiting().await?;

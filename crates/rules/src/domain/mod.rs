@@ -4,7 +4,7 @@
 //! decides (`decision`), why a job failed (`failure`), what the decision
 //! kernel is given and answers (`verdict`), what a decision is about
 //! (`subject`), holds for a person (`holds`), what an order is known by
-//! (`refs`); what needs a person
+//! (`refs`); the inbox's typed items (`item`); what needs a person
 //! (`attention`) and what the audit records of a person's actions
 //! (`audit`).
 
@@ -14,6 +14,7 @@ pub mod decision;
 pub mod failure;
 pub mod holds;
 pub mod ids;
+pub mod item;
 pub mod platform;
 pub mod refs;
 pub mod states;
@@ -34,6 +35,7 @@ pub use ids::{
     ChargebackId, Id, IdError, IdKind, IntentId, MerchantOrderId, PaymentId, PlatformOrderId,
     ResourceId, kinds,
 };
+pub use item::{Item, ItemAction, ItemKey, ItemKind, KindSpec, NotAnItem};
 pub use refs::{OrderRef, RefKind};
 pub use states::{
     DestinationState, EventState, HoldState, IntentState, JobKind, JobState, Kind, Lane, Review,

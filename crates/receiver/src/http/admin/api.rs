@@ -48,6 +48,7 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/api/timeline/{kind}/{id}", get(timeline))
         .route("/api/jobs/retry", post(retry_jobs))
         .route("/api/acknowledge", post(acknowledge))
+        .merge(super::items_api::routes())
         .route("/metrics", get(metrics))
 }
 
@@ -420,10 +421,9 @@ struct Acknowledge {
 
 /// `{"item": "missed:7" | "at_risk:ACCOUNT:ORDER" | "after_release:ID"}`.
 async fn acknowledge(State(s): State<Shared>, Json(a): Json<Acknowledge>) -> Result<Response> {
-    let known = ["missed:", "at_risk:", "after_release:"]
-        .iter()
-        .any(|p| a.item.starts_with(p));
-    if !known || a.item.len() > 300 {
+    let acknowledged = crate::domain::ItemKey::parse(&a.item)
+        .is_ok_and(|k| k.kind().offers(crate::domain::ItemAction::Acknowledge));
+    if !acknowledged {
         return Err(AdminError::BadRequest(
             "item is missed:ID, at_risk:ACCOUNT:ORDER or after_release:ID".into(),
         ));

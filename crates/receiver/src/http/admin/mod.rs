@@ -22,6 +22,7 @@ mod door;
 mod error;
 pub mod event_types;
 mod html;
+mod items_api;
 mod redirect;
 mod session;
 mod throttle;

@@ -69,7 +69,7 @@ pub(super) async fn inbox(c: &Conn<'_>, limit: i64) -> Result<Inbox, StoreError>
             &[&limit],
             |r| {
                 Ok(Flagged {
-                    item: format!("after_release:{}", r.get::<i64>(0)?),
+                    item: crate::domain::ItemKey::AfterRelease(r.get(0)?).to_string(),
                     account: r.get(1)?,
                     order_id: r.get(2)?,
                     at: rfc3339(r.get(3)?),
@@ -97,7 +97,11 @@ pub(super) async fn inbox(c: &Conn<'_>, limit: i64) -> Result<Inbox, StoreError>
             |r| {
                 let (account, order): (String, String) = (r.get(0)?, r.get(1)?);
                 Ok(Flagged {
-                    item: format!("at_risk:{account}:{order}"),
+                    item: crate::domain::ItemKey::AtRisk {
+                        account: account.clone(),
+                        order: order.clone(),
+                    }
+                    .to_string(),
                     account,
                     order_id: order,
                     at: rfc3339(r.get(2)?),

@@ -13,7 +13,9 @@ use serde::Deserialize;
 
 use super::super::session::{Operator, csrf_ok};
 use super::{Chrome, inbox};
-use crate::actions::consequence;
+use crate::actions::items::ActError;
+use crate::actions::{Done, consequence};
+use crate::domain::{ItemAction, ItemKey};
 use crate::http::admin::html::{HtmlError, number, render};
 use crate::http::admin::redirect::{local, see_other};
 use crate::operators::Actor;
@@ -150,39 +152,65 @@ pub async fn retry_group(
     Form(f): Form<GroupForm>,
 ) -> Result<Response, HtmlError> {
     check(&op, &f.csrf)?;
-    // The group's hour, read again: each job's failure as it keeps it.
-    let dead = s
-        .store
-        .dead_jobs_between(f.hour, f.hour.saturating_add(inbox::HOUR_MS))
-        .await?;
-    let ids: Vec<i64> = inbox::group(
-        dead.into_iter()
-            .filter(|j| !inbox::is_mismatch(j))
-            .collect(),
-    )
-    .into_iter()
-    .filter(|g| g.class == f.class && g.endpoint == f.endpoint && g.hour == f.hour)
-    .flat_map(|g| g.jobs.into_iter().map(|j| j.id))
-    .collect();
-    if ids.is_empty() {
-        return Err(HtmlError::status(
-            http::StatusCode::CONFLICT,
-            "no dead job is left in that group",
-        ));
-    }
-    let what = format!(
-        "{} on {} between {} and {}",
-        f.class,
-        f.endpoint,
-        pointhook_common::clock::rfc3339(f.hour),
-        pointhook_common::clock::rfc3339(f.hour.saturating_add(3_600_000))
-    );
-    let group = format!("{}/{}/{}", f.class, f.endpoint, f.hour);
     let acted = s
         .actions()
-        .retry_jobs(&Actor::operator(&op.name), ids, &group, &what)
+        .retry_group(&Actor::operator(&op.name), &f.class, &f.endpoint, f.hour)
         .await?;
+    if let Done::Refused(why) = acted.done {
+        return Err(HtmlError::status(http::StatusCode::CONFLICT, &why));
+    }
     Ok(back_to(None, "/".into(), acted.audit))
+}
+
+#[derive(Deserialize)]
+pub struct ItemForm {
+    #[serde(default)]
+    csrf: String,
+    item: String,
+    action: String,
+    /// The account and merchant order the inbox listed it with.
+    account: Option<String>,
+    order: Option<String>,
+    sure: Option<String>,
+    back: Option<String>,
+}
+
+/// `/items/act`: one action on one item by its typed key, as the CLI and
+/// the API act. What asks a second time (a review's or a hold's answer)
+/// goes to the item's own page, which asks in its kind's words.
+pub async fn item(
+    State(s): State<super::Shared>,
+    Extension(op): Extension<Operator>,
+    Form(f): Form<ItemForm>,
+) -> Result<Response, HtmlError> {
+    check(&op, &f.csrf)?;
+    let key = ItemKey::parse(&f.item).map_err(|_| HtmlError::bad("no such item"))?;
+    let action = ItemAction::parse(&f.action).ok_or_else(|| HtmlError::bad("no such action"))?;
+    if action.asks_twice() && f.sure.as_deref() != Some("yes") {
+        let page = match &key {
+            ItemKey::Review(id) => format!("/fraud-reviews/{id}"),
+            ItemKey::Hold(id) => format!("/holds/{id}"),
+            _ => "/".into(),
+        };
+        return Ok(see_other(&page));
+    }
+    let given = |v: Option<String>| v.filter(|v| !v.is_empty());
+    let order = match key.order() {
+        Some((a, o)) => Some((a.to_string(), o.to_string())),
+        None => given(f.account).zip(given(f.order)),
+    };
+    let acted = s
+        .actions()
+        .act_about(&Actor::operator(&op.name), &key, action, order)
+        .await
+        .map_err(|e| match e {
+            ActError::NotOffered { .. } => HtmlError::bad("that item offers no such action"),
+            ActError::Store(e) => e.into(),
+        })?;
+    if let Done::Refused(why) = acted.done {
+        return Err(HtmlError::status(http::StatusCode::CONFLICT, &why));
+    }
+    Ok(back_to(f.back.as_deref(), "/".into(), acted.audit))
 }
 
 /// "Deliver again": to the destinations that gave the event up or failed it.
@@ -240,11 +268,8 @@ pub async fn acknowledge(
     Form(f): Form<AckForm>,
 ) -> Result<Response, HtmlError> {
     check(&op, &f.csrf)?;
-    let kind = ["missed:", "at_risk:", "after_release:"]
-        .into_iter()
-        .find(|p| f.item.starts_with(p))
-        .ok_or_else(|| HtmlError::bad("nothing of that kind is acknowledged"))?;
-    let detail = acknowledged_what(&s, kind, &f).await?;
+    let key = acknowledgeable(&f.item)?;
+    let detail = acknowledged_what(&s, &key, &f).await?;
     let acted = s
         .actions()
         .acknowledge(
@@ -258,11 +283,19 @@ pub async fn acknowledge(
     Ok(back_to(f.back.as_deref(), "/".into(), acted.audit))
 }
 
+/// The item's key, when its kind is acknowledged.
+pub(super) fn acknowledgeable(item: &str) -> Result<ItemKey, HtmlError> {
+    ItemKey::parse(item)
+        .ok()
+        .filter(|k| k.kind().offers(ItemAction::Acknowledge))
+        .ok_or_else(|| HtmlError::bad("nothing of that kind is acknowledged"))
+}
+
 /// What an acknowledgement is about, in the words of the inbox: the order
 /// or the notification it names, not the inbox's key.
 async fn acknowledged_what(
     s: &super::Shared,
-    kind: &str,
+    key: &ItemKey,
     f: &AckForm,
 ) -> Result<String, HtmlError> {
     let printable = pointhook_common::text::printable;
@@ -273,20 +306,17 @@ async fn acknowledged_what(
             .map(|a| format!(" ({})", printable(a)))
             .unwrap_or_default()
     };
-    Ok(match (kind, order) {
-        ("missed:", _) => {
-            let id = number(&f.item[kind.len()..])?;
-            match s.store.get_delivery(id).await? {
-                Some(d) => format!(
-                    "acknowledge a missed notification: {} {}{}",
-                    printable(&d.summary.topic),
-                    printable(&d.summary.resource_id),
-                    of(Some(&d.summary.account))
-                ),
-                None => format!("acknowledge a missed notification (delivery {id})"),
-            }
-        }
-        ("at_risk:", Some(o)) => format!(
+    Ok(match (key, order) {
+        (ItemKey::Missed(id), _) => match s.store.get_delivery(*id).await? {
+            Some(d) => format!(
+                "acknowledge a missed notification: {} {}{}",
+                printable(&d.summary.topic),
+                printable(&d.summary.resource_id),
+                of(Some(&d.summary.account))
+            ),
+            None => format!("acknowledge a missed notification (delivery {id})"),
+        },
+        (ItemKey::AtRisk { .. }, Some(o)) => format!(
             "acknowledge merchant order {}{} at risk",
             printable(o),
             of(account)
@@ -296,7 +326,7 @@ async fn acknowledged_what(
             printable(o),
             of(account)
         ),
-        ("at_risk:", None) => "acknowledge an order at risk".into(),
+        (ItemKey::AtRisk { .. }, None) => "acknowledge an order at risk".into(),
         _ => "acknowledge an order released before a fraud alert".into(),
     })
 }
@@ -344,7 +374,7 @@ pub async fn acknowledge_missed(
     );
     let items = missed
         .iter()
-        .map(|m| format!("missed:{}", m.delivery.id))
+        .map(|m| ItemKey::Missed(m.delivery.id).to_string())
         .collect();
     let acted = s
         .actions()

@@ -12,40 +12,48 @@ use axum::response::Response;
 
 use super::super::session::Operator;
 use super::{Chrome, Done};
+use crate::actions::items;
+pub use crate::actions::items::{Group, group, is_mismatch};
 use crate::actions::{Consequence, consequence};
-use crate::domain::FailureClass;
+use crate::domain::{Item, ItemKind};
 use crate::http::admin::html::{HtmlError, render};
 use crate::store::DestinationView;
-use crate::store::console_views::{Flagged, Missed, ReviewDetail};
+use crate::store::console_views::ReviewDetail;
 use crate::store::views::{EventSummary, JobSummary};
 
 /// Items of each kind the inbox shows at most.
 const SHOWN: usize = 100;
-/// Jobs of a group listed under it.
-const LISTED: usize = 5;
 
 pub struct ReviewItem {
     pub d: ReviewDetail,
     pub c: Consequence,
 }
 
-/// Dead jobs that died of the same cause in the same hour.
-pub struct Group {
-    pub class: String,
-    pub endpoint: String,
-    /// The hour's start, unix ms.
-    pub hour: i64,
-    pub window: String,
-    pub jobs: Vec<JobSummary>,
+/// Items of one kind under its heading, rendered by one partial
+/// (`console/items.html`) whatever the kind.
+pub struct Section {
+    pub kind: ItemKind,
+    pub heading: &'static str,
+    pub items: Vec<Item>,
+    /// A form acting on every item at once (path, words), when the kind
+    /// has one and more than one item stands.
+    pub all: Option<(&'static str, String)>,
 }
 
-impl Group {
-    pub fn count(&self) -> usize {
-        self.jobs.len()
-    }
-
-    pub fn listed(&self) -> &[JobSummary] {
-        &self.jobs[..self.jobs.len().min(LISTED)]
+impl Section {
+    fn of(kind: ItemKind, items: Vec<Item>) -> Option<Section> {
+        let all = (kind == ItemKind::Missed && items.len() > 1).then(|| {
+            (
+                "/acknowledge/missed",
+                format!("Acknowledge all {}", items.len()),
+            )
+        });
+        (!items.is_empty()).then(|| Section {
+            kind,
+            heading: kind.spec().heading,
+            items,
+            all,
+        })
     }
 }
 
@@ -55,12 +63,11 @@ struct InboxPage {
     chrome: Chrome,
     reviews: Vec<ReviewItem>,
     holds: Vec<super::holds::HoldItem>,
-    after_release: Vec<Flagged>,
-    at_risk: Vec<Flagged>,
+    /// The kinds that are only acknowledged, each a section of items.
+    acknowledged: Vec<Section>,
     mismatches: Vec<JobSummary>,
     groups: Vec<Group>,
     dead_events: Vec<EventSummary>,
-    missed: Vec<Missed>,
     destinations: Vec<DestinationView>,
     empty: bool,
 }
@@ -89,96 +96,60 @@ pub async fn page(
         .into_iter()
         .map(super::holds::HoldItem::of)
         .collect();
+    let flagged = |kind, list: &[crate::store::console_views::Flagged], what| {
+        list.iter()
+            .filter_map(|f| items::flagged(kind, f, what))
+            .collect()
+    };
+    let acknowledged: Vec<Section> = [
+        Section::of(
+            ItemKind::AfterRelease,
+            flagged(
+                ItemKind::AfterRelease,
+                &inbox.after_release,
+                "was released before a fraud alert: the goods left; nothing was undone automatically.",
+            ),
+        ),
+        Section::of(
+            ItemKind::AtRisk,
+            flagged(
+                ItemKind::AtRisk,
+                &inbox.at_risk,
+                "is at risk: released, then a chargeback.",
+            ),
+        ),
+        Section::of(
+            ItemKind::Missed,
+            inbox.missed.iter().map(items::missed).collect(),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let empty = reviews.is_empty()
         && holds.is_empty()
-        && inbox.after_release.is_empty()
-        && inbox.at_risk.is_empty()
+        && acknowledged.is_empty()
         && mismatches.is_empty()
         && groups.is_empty()
         && inbox.dead_events.is_empty()
-        && inbox.missed.is_empty()
         && inbox.destinations.is_empty();
     Ok(render(&InboxPage {
         chrome,
         reviews,
         holds,
-        after_release: inbox.after_release,
-        at_risk: inbox.at_risk,
+        acknowledged,
         mismatches,
         groups,
         dead_events: inbox.dead_events,
-        missed: inbox.missed,
         destinations: inbox.destinations,
         empty,
     }))
 }
 
-/// A job no rule decides (a payment that is not its intent's): its own
-/// item, not a group to retry.
-pub fn is_mismatch(j: &JobSummary) -> bool {
-    j.failure
-        .as_ref()
-        .is_some_and(|f| f.class == FailureClass::NeedsPerson)
-}
-
-/// What a group is named by: the failure's class and status, or "other"
-/// for a job that died before failures were kept typed.
-pub fn class_of(j: &JobSummary) -> String {
-    j.failure
-        .as_ref()
-        .map_or_else(|| "other".to_string(), ToString::to_string)
-}
-
-/// The endpoint the failure names, else the job's kind.
-pub fn endpoint_of(j: &JobSummary) -> String {
-    j.failure
-        .as_ref()
-        .and_then(|f| f.endpoint.clone())
-        .unwrap_or_else(|| j.kind.to_string())
-}
-
-pub const HOUR_MS: i64 = 3_600_000;
-
-pub fn hour_of(j: &JobSummary) -> i64 {
-    let at = j
-        .updated_at
-        .parse::<jiff::Timestamp>()
-        .map_or(0, |t| t.as_millisecond());
-    at - at.rem_euclid(HOUR_MS)
-}
-
-/// Dead jobs by (cause, endpoint, hour), the biggest group first.
-pub fn group(jobs: Vec<JobSummary>) -> Vec<Group> {
-    let mut groups: Vec<Group> = Vec::new();
-    for j in jobs {
-        let class = class_of(&j);
-        let (endpoint, hour) = (endpoint_of(&j), hour_of(&j));
-        match groups
-            .iter_mut()
-            .find(|g| g.class == class && g.endpoint == endpoint && g.hour == hour)
-        {
-            Some(g) => g.jobs.push(j),
-            None => groups.push(Group {
-                window: format!(
-                    "{} and {}",
-                    pointhook_common::clock::rfc3339(hour),
-                    pointhook_common::clock::rfc3339(hour + HOUR_MS)
-                ),
-                class,
-                endpoint,
-                hour,
-                jobs: vec![j],
-            }),
-        }
-    }
-    groups.sort_by(|a, b| b.jobs.len().cmp(&a.jobs.len()).then(b.hour.cmp(&a.hour)));
-    groups
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Failure;
+    use crate::domain::{Failure, FailureClass};
 
     fn job(id: i64, kind: &'static str, failure: Option<Failure>, at: &str) -> JobSummary {
         JobSummary {

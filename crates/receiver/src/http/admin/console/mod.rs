@@ -68,6 +68,7 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/events/{id}/redeliver", post(act::redeliver))
         .route("/events/{id}/redeliver-all", post(act::redeliver_all))
         .route("/acknowledge", post(act::acknowledge))
+        .route("/items/act", post(act::item))
         .route("/acknowledge/missed", post(act::acknowledge_missed))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
 }
