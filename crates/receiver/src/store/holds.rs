@@ -3,26 +3,14 @@
 //! them, listed for a person, and answered (approve or reject) in one
 //! transaction that records what the hold's kind decides then and runs
 //! again the job that placed it. Each query is one text for both backends;
-//! the decision writers, which hold a backend's own connection, run the
-//! same texts through `place_sqlite`/`state_sqlite` and `place_pg`/`state_pg`.
+//! what the deciding transaction writes and reads of a hold (its mark, the
+//! guard's state) is `hold_marks.rs`.
 
-use rusqlite::OptionalExtension;
-
-use super::sql::{Conn, Row, Sql, Text, sql};
+pub use super::model::HoldDone;
+use super::sql::{Conn, Row, sql};
 use super::{Store, StoreError};
 use crate::domain::verdict::DecisionRules;
-use crate::domain::{Decision, Effects, HoldAnswer, HoldMark, HoldSeen, HoldState, JobState};
-
-/// A hold is placed once per (account, kind, subject); placing it again
-/// changes nothing.
-static PLACE: Sql = Sql::new(
-    "INSERT INTO holds (account, kind, subject, state, reason, evidence, job_id, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-     ON CONFLICT (account, kind, subject) DO NOTHING",
-);
-
-static STATE: Sql =
-    Sql::new("SELECT state FROM holds WHERE account = $1 AND kind = $2 AND subject = $3");
+use crate::domain::{Decision, Effects, HoldAnswer, HoldSeen, HoldState, JobState};
 
 const COLUMNS: &str = "id, account, kind, subject, state, reason, evidence, job_id, decided_by, \
                        decided_at, created_at";
@@ -41,15 +29,6 @@ fn row(r: &Row<'_>) -> Result<HoldSeen, StoreError> {
         decided_at: r.get(9)?,
         created_at: r.get(10)?,
     })
-}
-
-/// How a person's answer to a hold ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HoldDone {
-    Done(Box<HoldSeen>),
-    NotFound,
-    /// Decided already (its state).
-    AlreadyDecided(HoldState),
 }
 
 impl Store {
@@ -234,83 +213,4 @@ async fn record(
             "a hold is answered inside a transaction".into(),
         )),
     }
-}
-
-/// `Mark::Hold` on SQLite's writer connection.
-pub(super) fn place_sqlite(
-    conn: &rusqlite::Connection,
-    account: &str,
-    h: &HoldMark,
-    job_id: Option<i64>,
-    now: i64,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached(&PLACE.sqlite())?
-        .execute(rusqlite::params![
-            account,
-            h.kind,
-            h.subject,
-            HoldState::Held,
-            h.reason,
-            h.evidence,
-            job_id,
-            now
-        ])?;
-    Ok(())
-}
-
-/// A hold's state, for `Guard::HoldApproved`, on SQLite's writer connection.
-pub(super) fn state_sqlite(
-    conn: &rusqlite::Connection,
-    account: &str,
-    kind: &str,
-    subject: &str,
-) -> rusqlite::Result<Option<HoldState>> {
-    conn.prepare_cached(&STATE.sqlite())?
-        .query_row(rusqlite::params![account, kind, subject], |r| r.get(0))
-        .optional()
-}
-
-/// `Mark::Hold` in a PostgreSQL transaction.
-pub(super) async fn place_pg(
-    tx: &deadpool_postgres::Transaction<'_>,
-    account: &str,
-    h: &HoldMark,
-    job_id: Option<i64>,
-    now: i64,
-) -> Result<(), StoreError> {
-    Conn::PgTx(tx)
-        .execute(
-            &PLACE,
-            &[
-                &account,
-                &h.kind,
-                &h.subject,
-                &HoldState::Held,
-                &h.reason,
-                &h.evidence,
-                &job_id,
-                &now,
-            ],
-        )
-        .await?;
-    Ok(())
-}
-
-/// The states of the holds `guards` name (`Guard::HoldApproved`), in a
-/// PostgreSQL transaction.
-pub(super) async fn states_pg(
-    tx: &deadpool_postgres::Transaction<'_>,
-    account: &str,
-    guards: &[crate::domain::Guard],
-) -> Result<std::collections::HashMap<(String, String), HoldState>, StoreError> {
-    let mut states = std::collections::HashMap::new();
-    for (kind, subject) in guards.iter().filter_map(crate::domain::Guard::hold) {
-        let state: Option<HoldState> = Conn::PgTx(tx)
-            .query_opt(&STATE, &[&account, &kind, &subject], |r| r.get(0))
-            .await?;
-        if let Some(state) = state {
-            states.insert((kind.to_string(), subject.to_string()), state);
-        }
-    }
-    Ok(states)
 }

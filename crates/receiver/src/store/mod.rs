@@ -175,6 +175,7 @@ mod console;
 mod destinations;
 mod event_rows;
 mod failures;
+mod hold_marks;
 pub mod holds;
 mod inspect;
 mod jobs;

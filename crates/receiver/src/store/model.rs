@@ -284,3 +284,12 @@ pub enum Recovery {
     /// A disabled destination is enabled first.
     Disabled,
 }
+
+/// How a person's answer to a hold ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldDone {
+    Done(Box<crate::domain::HoldSeen>),
+    NotFound,
+    /// Decided already (its state).
+    AlreadyDecided(crate::domain::HoldState),
+}

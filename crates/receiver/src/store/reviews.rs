@@ -1,7 +1,7 @@
 //! Fraud reviews: the latest of an alert, the held list, and a person's
 //! confirmation or dismissal (which wake the worker and the outbox).
 
-use super::holds::HoldDone;
+use super::model::HoldDone;
 use super::sql::{Conn, Sql, Text, sql};
 use super::views::{Answer, ReviewView};
 use super::{Backend, MAX_LIMIT, Store, StoreError};

@@ -210,7 +210,7 @@ async fn decide(
         orders: orders.clone(),
         ..GuardFacts::default()
     };
-    facts.holds = crate::store::holds::states_pg(tx, account, &d.guards).await?;
+    facts.holds = crate::store::hold_marks::states_pg(tx, account, &d.guards).await?;
     if d.guards
         .iter()
         .any(|g| matches!(g, Guard::UnauthenticatedBlocksUnder(_)))
@@ -412,7 +412,7 @@ async fn mark(
             orders.entry(order.to_string()).or_default().blocked = true;
         }
         Mark::Review(r) => review(tx, account, r, job_id, now).await?,
-        Mark::Hold(h) => crate::store::holds::place_pg(tx, account, h, job_id, now).await?,
+        Mark::Hold(h) => crate::store::hold_marks::place_pg(tx, account, h, job_id, now).await?,
     }
     Ok(())
 }

@@ -168,7 +168,8 @@ fn facts(
             facts.orders.insert(order.to_string(), flags);
         }
         if let Some((kind, subject)) = g.hold()
-            && let Some(state) = crate::store::holds::state_sqlite(conn, account, kind, subject)?
+            && let Some(state) =
+                crate::store::hold_marks::state_sqlite(conn, account, kind, subject)?
         {
             facts
                 .holds
@@ -258,7 +259,7 @@ fn mark(
             }
             Mark::Review(r) => return review(conn, account, r, job_id, now),
             Mark::Hold(h) => {
-                return crate::store::holds::place_sqlite(conn, account, h, job_id, now);
+                return crate::store::hold_marks::place_sqlite(conn, account, h, job_id, now);
             }
         };
     conn.prepare_cached(&format!(

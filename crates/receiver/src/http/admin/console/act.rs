@@ -12,7 +12,8 @@ use axum::{Extension, Form};
 use serde::Deserialize;
 
 use super::super::session::{Operator, csrf_ok};
-use super::{Chrome, inbox};
+use super::Chrome;
+use super::item_views::ReviewItem;
 use crate::actions::items::ActError;
 use crate::actions::{Done, consequence};
 use crate::domain::{ItemAction, ItemKey};
@@ -51,7 +52,7 @@ pub(super) fn back_to(back: Option<&str>, default: String, audit: i64) -> Respon
 #[template(path = "console/confirm.html")]
 struct ConfirmPage {
     chrome: Chrome,
-    r: inbox::ReviewItem,
+    r: ReviewItem,
 }
 
 pub async fn confirm(
@@ -72,7 +73,7 @@ pub async fn confirm(
         let chrome = Chrome::new(&s, &op, "inbox", None).await?;
         return Ok(render(&ConfirmPage {
             chrome,
-            r: inbox::ReviewItem { d, c },
+            r: ReviewItem { d, c },
         }));
     }
     let acted = s
@@ -86,7 +87,7 @@ pub async fn confirm(
 #[template(path = "console/dismiss.html")]
 struct DismissPage {
     chrome: Chrome,
-    r: inbox::ReviewItem,
+    r: ReviewItem,
 }
 
 pub async fn dismiss(
@@ -107,7 +108,7 @@ pub async fn dismiss(
         let c = consequence(&d);
         return Ok(render(&DismissPage {
             chrome,
-            r: inbox::ReviewItem { d, c },
+            r: ReviewItem { d, c },
         }));
     }
     let acted = s

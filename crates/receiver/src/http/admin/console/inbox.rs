@@ -11,23 +11,18 @@ use axum::extract::{Query, State};
 use axum::response::Response;
 
 use super::super::session::Operator;
+use super::item_views::{HoldItem, ReviewItem};
 use super::{Chrome, Done};
+use crate::actions::consequence;
 use crate::actions::items;
 pub use crate::actions::items::{Group, group, is_mismatch};
-use crate::actions::{Consequence, consequence};
 use crate::domain::{Item, ItemKind};
 use crate::http::admin::html::{HtmlError, render};
 use crate::store::DestinationView;
-use crate::store::console_views::ReviewDetail;
 use crate::store::views::{EventSummary, JobSummary};
 
 /// Items of each kind the inbox shows at most.
 const SHOWN: usize = 100;
-
-pub struct ReviewItem {
-    pub d: ReviewDetail,
-    pub c: Consequence,
-}
 
 /// Items of one kind under its heading, rendered by one partial
 /// (`console/items.html`) whatever the kind.
@@ -62,7 +57,7 @@ impl Section {
 struct InboxPage {
     chrome: Chrome,
     reviews: Vec<ReviewItem>,
-    holds: Vec<super::holds::HoldItem>,
+    holds: Vec<HoldItem>,
     /// The kinds that are only acknowledged, each a section of items.
     acknowledged: Vec<Section>,
     mismatches: Vec<JobSummary>,
@@ -94,7 +89,7 @@ pub async fn page(
         .holds(Some(crate::domain::HoldState::Held), None, None, SHOWN)
         .await?
         .into_iter()
-        .map(super::holds::HoldItem::of)
+        .map(HoldItem::of)
         .collect();
     let flagged = |kind, list: &[crate::store::console_views::Flagged], what| {
         list.iter()

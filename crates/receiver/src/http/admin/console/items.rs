@@ -9,7 +9,7 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::super::session::Operator;
-use super::inbox::ReviewItem;
+use super::item_views::ReviewItem;
 use super::{Chrome, Done};
 use crate::actions::{consequence, order_of};
 use crate::domain::{EventState, JobKind, JobState, Kind};

@@ -20,6 +20,7 @@ mod destinations;
 mod health;
 mod holds;
 mod inbox;
+mod item_views;
 mod items;
 mod orders;
 mod reviews;
